@@ -1,0 +1,33 @@
+/* Running a task's steps on one rank: ops from the registry, loops,
+ * parallel branches (threads, each on its own communicator lane) and report
+ * steps (threads on a timer beside their siblings). */
+#ifndef CAIRN_EXEC_H
+#define CAIRN_EXEC_H
+
+#include <mpi.h>
+#include <stdbool.h>
+
+struct runtime;
+struct task;
+struct op_node;
+
+/* What an op's kernel sees of the job. */
+struct exec_ctx {
+    struct runtime *rt;
+    const struct task *task;
+    MPI_Comm comm;  /* the group's communicator for this lane */
+    int rank, size; /* in the group */
+    bool in_report;
+};
+
+/* Run t's steps.  Collective over t's group; call only on its ranks.  An op
+ * that fails is fatal for the whole job (see runtime_fatal). */
+void exec_task(struct runtime *rt, const struct task *t);
+
+/* Abort every rank of the job: print one line naming this rank, its host,
+ * where the job is, and the current error message, then MPI_Abort with the
+ * exit code of rc.  Safe from any thread. */
+_Noreturn void runtime_fatal(const struct runtime *rt, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

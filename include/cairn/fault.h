@@ -1,0 +1,29 @@
+/* Fault injection for the regression suite (documented in cairn(1) under
+ * ENVIRONMENT; never set in production).  CAIRN_FAULT holds
+ *   KIND:WHAT:RANK[:EPOCH]
+ * op:NAME:R[:E]    op NAME fails on world rank R (in epoch E)
+ * kill:POINT:R[:E] world rank R kills itself with SIGKILL at POINT
+ *                  (checkpoint commit points, see ckpt.c) */
+#ifndef CAIRN_FAULT_H
+#define CAIRN_FAULT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct fault {
+    bool set;
+    bool kill; /* kill: vs op: */
+    char what[64];
+    int rank;
+    int64_t epoch; /* -1: any */
+};
+
+/* Parse the environment variable's value (NULL or "" means no fault).
+ * Returns 0 or CAIRN_EINPUT with a message. */
+int fault_parse(const char *spec, struct fault *f);
+/* True if op `name` should fail on this rank now. */
+bool fault_op(const struct fault *f, int rank, const char *name, int64_t epoch);
+/* SIGKILL this process if the fault names this point, rank and epoch. */
+void fault_point(const struct fault *f, int rank, const char *point, int64_t epoch);
+
+#endif

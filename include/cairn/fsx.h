@@ -1,0 +1,26 @@
+/* File-system helpers with cairn errors: directories, durable writes and
+ * atomic replacement.  Not collective. */
+#ifndef CAIRN_FSX_H
+#define CAIRN_FSX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* mkdir -p.  Errors: CAIRN_EIO naming the path. */
+int fsx_mkdir_p(const char *path);
+/* fsync a file or directory by path. */
+int fsx_fsync_path(const char *path);
+/* fsync the directory holding path (makes a rename in it durable). */
+int fsx_fsync_parent(const char *path);
+/* Write data to path durably and atomically: path.tmp, fsync, rename,
+ * fsync the directory.  A crash leaves the old or the new file, never a mix. */
+int fsx_write_atomic(const char *path, const void *data, size_t len);
+/* Read a whole file into a NUL-terminated buffer the caller frees. */
+int fsx_read_all(const char *path, char **data, size_t *len);
+/* Copy src to dst durably (via dst.tmp + rename). */
+int fsx_copy_atomic(const char *src, const char *dst);
+int64_t fsx_file_size(const char *path); /* -1 if missing */
+/* dir + "/" + name into out; CAIRN_EINPUT if it does not fit. */
+int fsx_join(char *out, size_t size, const char *dir, const char *name);
+
+#endif

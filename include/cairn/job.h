@@ -1,0 +1,104 @@
+/* The job spec: a job file, read and checked by config.c, in typed form.
+ * Everything lives in the job's arena.  The planner (plan.c) turns a job
+ * into a plan for a number of ranks. */
+#ifndef CAIRN_JOB_H
+#define CAIRN_JOB_H
+
+#include "cairn/op.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct arena;
+
+/* One op application: out... = op(in..., params). */
+struct op_node {
+    const struct op_def *def;
+    const char *file;
+    int line;
+    const char **in;
+    int n_in;
+    const char **out;
+    int n_out;
+    struct pval *pv; /* one per def->params entry */
+    int *in_id;      /* blob ids in the task's group, set by analyze */
+    int *out_id;
+};
+
+enum step_kind { STEP_OP, STEP_LOOP, STEP_PARALLEL, STEP_REPORT };
+
+struct steplist {
+    struct step *v;
+    int n;
+};
+
+struct step {
+    enum step_kind kind;
+    const char *file;
+    int line;
+    struct op_node op;      /* STEP_OP */
+    int64_t count;          /* STEP_LOOP: iterations, -1 = until only */
+    const char *until;      /* STEP_LOOP: stop after an iteration leaving this blob true */
+    int until_id;           /* set by analyze */
+    int64_t every_ms;       /* STEP_REPORT */
+    struct steplist body;   /* STEP_LOOP, STEP_REPORT */
+    struct steplist *branches; /* STEP_PARALLEL */
+    int n_branches;
+    int *branch_lane; /* STEP_PARALLEL: communicator lane of each branch, set by analyze */
+};
+
+struct task {
+    const char *name;
+    const char *group;
+    const char *file;
+    int line;
+    struct steplist steps;
+    int group_id; /* set by the planner */
+};
+
+enum phase_id { PHASE_INIT, PHASE_EPOCH, PHASE_EPOCH_END, PHASE_DOWNLOAD, PHASE_EXIT, N_PHASES };
+const char *phase_name(enum phase_id p); /* the job-file key */
+
+struct phase {
+    struct task *v;
+    int n;
+    int line; /* where the phase is declared (0 if absent) */
+};
+
+struct group_spec {
+    const char *name;
+    int64_t ranks;
+    const char *file;
+    int line;
+};
+
+struct stop_blob {
+    const char *group;
+    const char *blob;
+    const char *file;
+    int line;
+};
+
+struct stop_spec {
+    struct stop_blob *blobs;
+    int n_blobs;
+    int64_t max_epochs; /* 0: no limit */
+    const char *file;
+    int line;
+};
+
+struct job {
+    struct arena *arena;
+    const char *file; /* the job file as given */
+    const char *name;
+    int64_t seed;
+    struct group_spec *groups;
+    int n_groups;
+    struct phase phases[N_PHASES];
+    int64_t steps_per_epoch;
+    struct stop_spec stop;
+};
+
+void job_destroy(struct job **job);
+
+#endif

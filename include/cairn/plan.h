@@ -1,0 +1,57 @@
+/* The plan: a job resolved for a number of ranks.  Groups get their world
+ * ranks, tasks their group, and (after analyze) every blob an id and a type.
+ * Needs no MPI: `cairn print` and `cairn check` work from a plan alone. */
+#ifndef CAIRN_PLAN_H
+#define CAIRN_PLAN_H
+
+#include "cairn/job.h"
+
+struct diags;
+
+struct blob_info {
+    const char *name;
+    struct blob_type type;
+    bool persistent; /* created by init: part of every checkpoint */
+    const char *file; /* first definition */
+    int line;
+};
+
+struct group {
+    const char *name;
+    int nranks;
+    int first; /* world ranks first .. first + nranks - 1 */
+    const char *file;
+    int line;
+    struct blob_info *blobs; /* set by analyze */
+    int n_blobs;
+    int n_lanes; /* communicators its tasks need: 1 + parallel branches beyond the first */
+};
+
+struct stop_ref {
+    int group;
+    int blob;
+};
+
+struct plan {
+    struct arena *arena;
+    const struct job *job;
+    int nranks;     /* world size the plan is for */
+    int used_ranks; /* ranks the groups take; the rest are spare */
+    struct group *groups;
+    int n_groups;
+    struct phase phases[N_PHASES];
+    struct stop_ref *stops;
+    int n_stops;
+};
+
+/* Resolve `job` for `nranks` ranks: place groups in declaration order, bind
+ * tasks to groups.  nranks < 1 means "as many as the groups need".
+ * Layout problems go to `d`; returns 0 or CAIRN_EINPUT.  Not collective. */
+int plan_build(const struct job *job, int nranks, struct plan **out, struct diags *d);
+void plan_destroy(struct plan **p);
+
+int plan_find_group(const struct plan *p, const char *name); /* -1 if none */
+int plan_group_of_rank(const struct plan *p, int world_rank); /* -1: spare */
+int group_find_blob(const struct group *g, const char *name); /* -1 if none */
+
+#endif

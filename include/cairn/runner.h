@@ -1,0 +1,22 @@
+/* The job runner: init, the epoch loop with its stop conditions, download
+ * and exit, on every rank of the job. */
+#ifndef CAIRN_RUNNER_H
+#define CAIRN_RUNNER_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+struct plan;
+
+struct run_opts {
+    const char *run_dir; /* created if missing; holds the log and metrics */
+};
+
+/* Run the analyzed plan.  Collective on world, whose size must be the
+ * plan's nranks.  Returns 0 with *epochs = the number of epochs run, or an
+ * error every rank agrees on (its message is the current error message;
+ * the caller's rank 0 reports it).  Failures of single ops abort the job
+ * (see exec.h). */
+int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, int64_t *epochs);
+
+#endif

@@ -1,0 +1,30 @@
+/* What a running rank knows: its plan, communicators, blobs, log, and where
+ * the job is.  Owned by the runner; ops see it through their exec context. */
+#ifndef CAIRN_RUNTIME_H
+#define CAIRN_RUNTIME_H
+
+#include "cairn/fault.h"
+#include "cairn/job.h"
+
+#include <stdint.h>
+
+struct plan;
+struct layout;
+struct workspace;
+struct runlog;
+struct reader_cache;
+
+struct runtime {
+    const struct plan *plan;
+    struct layout *layout;
+    struct workspace *ws;
+    struct runlog *log;
+    struct reader_cache *readers;
+    const char *run_dir;
+    enum phase_id phase;
+    int64_t epoch; /* the epoch running (1-based), or the last one run */
+    int64_t step;  /* the step running in it (1-based), 0 outside epochs */
+    struct fault fault; /* CAIRN_FAULT, for the regression suite */
+};
+
+#endif

@@ -1,0 +1,79 @@
+# Helpers for scenario scripts.  Each scenario runs in its own directory
+# under build/regression/, runs real cairn processes with a timeout, and
+# reports each check as one TAP line: "ok - NAME" or "not ok - NAME: why".
+set -u
+: "${CAIRN_ROOT:=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+: "${CAIRN:=$CAIRN_ROOT/build/cairn}"
+: "${T_WORK:=$CAIRN_ROOT/build/regression}"
+JOBS=$CAIRN_ROOT/jobs
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
+T_TIMEOUT=${T_TIMEOUT:-120}
+T_NAME=$(basename "$0" .sh)
+
+# Enter a fresh directory for this scenario (or a sub-case of it).
+enter() {
+    local d=$T_WORK/$T_NAME${1:+/$1}
+    rm -rf "$d" && mkdir -p "$d" && cd "$d" || exit 1
+}
+
+pass() { echo "ok - $T_NAME/$1"; }
+fail() {
+    echo "not ok - $T_NAME/$1: $2"
+    shift 2
+    local f
+    for f in "$@"; do [ -f "$f" ] && sed 's/^/#   /' "$f" | tail -n 15; done
+}
+
+# run TAG CMD...: run with a timeout; stdout/stderr/exit code in TAG.out/.err/.rc
+run() {
+    local tag=$1
+    shift
+    timeout -k 5 "$T_TIMEOUT" "$@" >"$tag.out" 2>"$tag.err"
+    echo $? >"$tag.rc"
+}
+
+# mpi TAG NP ARGS...: run build/cairn ARGS under mpirun -np NP
+mpi() {
+    local tag=$1 np=$2
+    shift 2
+    run "$tag" mpirun -np "$np" "$CAIRN" "$@"
+}
+
+# expect_rc NAME TAG CODE
+expect_rc() {
+    local got
+    got=$(cat "$2.rc")
+    if [ "$got" = "$3" ]; then pass "$1"; else fail "$1" "exit $got, want $3" "$2.err" "$2.out"; fi
+}
+
+# expect_grep NAME FILE PATTERN (extended regex)
+expect_grep() {
+    if grep -Eq -- "$3" "$2"; then pass "$1"; else fail "$1" "no '$3' in $2" "$2"; fi
+}
+
+# expect_count NAME FILE PATTERN N: exactly N matching lines
+expect_count() {
+    local n
+    n=$(grep -Ec -- "$3" "$2")
+    if [ "$n" = "$4" ]; then pass "$1"; else fail "$1" "$n lines match '$3' in $2, want $4" "$2"; fi
+}
+
+# expect_eq NAME GOT WANT
+expect_eq() {
+    if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "got '$2', want '$3'"; fi
+}
+
+# metric FILE KIND KEY: the KEY values of metrics rows of KIND, space-separated
+metric() {
+    /usr/bin/python3 - "$@" <<'PY'
+import json, sys
+path, kind, key = sys.argv[1:4]
+vals = []
+for line in open(path):
+    row = json.loads(line)
+    if row.get("kind") == kind and key in row:
+        vals.append(str(row[key]))
+print(" ".join(vals))
+PY
+}

@@ -1,0 +1,47 @@
+# Runtime failures stop every rank promptly with exit 3 and a message that
+# names the rank, the task and the op; input problems found at start-up
+# exit 2 with FILE:LINE from rank 0 only.
+. "$(dirname "$0")/../lib.sh"
+enter
+"$CAIRN" data range --out counter.h5 --count 10
+T_TIMEOUT=60
+
+# an op fails on rank 1 only (fault injection), in epoch 2, while the
+# other ranks wait in a collective
+CAIRN_FAULT=op:add:1:2 mpi onerank 3 run "$JOBS/counter.cfg" --run-dir r1 --set groups.0.ranks=3
+expect_rc one-rank/exit onerank 3
+expect_grep one-rank/names onerank.err "cairn: rank 1 \([^)]*\): epoch 2 step 1: task 'count' \(group main\): op 'add' \([^)]*counter.cfg:[0-9]+\): injected fault"
+expect_grep one-rank/epoch1-done onerank.out "epoch 1 done"
+
+# every rank fails in a collective: uneven batches cannot be allreduced
+cat >uneven.cfg <<'CFG'
+name = "uneven";
+groups = ( { name = "g"; ranks = 2; } );
+init = ( { group = "g"; steps = ( { op = "fill"; out = "cur"; dtype = "i64"; } ); } );
+epoch = ( { group = "g"; steps = (
+    { op = "read"; in = "cur"; out = ["b", "done"]; file = "counter.h5"; dataset = "values";
+      limit = 3; dtype = "i64"; },
+    { op = "allreduce_sum"; in = "b"; out = "b"; }
+  ); } );
+stop = { blobs = ["g/done"]; };
+CFG
+mpi uneven 2 run uneven.cfg --run-dir uneven
+expect_rc collective/exit uneven 3
+expect_grep collective/message uneven.err "op 'allreduce_sum' \(uneven.cfg:7\): blob 'b' has 1 to 2 elements"
+
+# a missing data file is bad input, caught before init on every rank
+mpi nofile 2 run "$JOBS/counter.cfg" --run-dir nofile --set groups.0.ranks=2 \
+    --set 'epoch.0.steps.0.file="missing.h5"'
+expect_rc missing-file/exit nofile 2
+expect_count missing-file/rank0-only nofile.err "counter.cfg:[0-9]+: op 'read': cannot open HDF5 file 'missing.h5'" 1
+[ ! -e nofile/metrics.jsonl ] || [ "$(metric nofile/metrics.jsonl phase phase)" = "" ] &&
+    pass missing-file/no-init || fail missing-file/no-init "init ran"
+
+# a dataset whose records do not have the declared shape
+mpi shape 1 run "$JOBS/counter.cfg" --run-dir shape --set 'epoch.0.steps.0.record_shape=[2]'
+expect_rc bad-shape/exit shape 2
+expect_grep bad-shape/message shape.err "dataset 'values' in 'counter.h5' has shape \[10\]"
+
+# a bad CAIRN_FAULT is itself reported
+CAIRN_FAULT=bogus mpi badfault 1 run "$JOBS/counter.cfg" --run-dir bf
+expect_rc bad-fault/exit badfault 2

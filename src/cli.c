@@ -1,0 +1,421 @@
+/* The command line: `cairn run|print|check|data ...` (see doc/cairn.1). */
+#include "cairn/cli.h"
+
+#include "cairn/analyze.h"
+#include "cairn/config.h"
+#include "cairn/datagen.h"
+#include "cairn/diag.h"
+#include "cairn/error.h"
+#include "cairn/fsx.h"
+#include "cairn/job.h"
+#include "cairn/op.h"
+#include "cairn/plan.h"
+#include "cairn/print.h"
+#include "cairn/runner.h"
+#include "cairn/version.h"
+
+#include <getopt.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- usage ---------------------------------------------------------------- */
+
+static const char usage_main[] =
+    "usage: cairn COMMAND [ARGS]\n"
+    "\n"
+    "commands:\n"
+    "  run JOB.cfg     run a job (under mpirun/srun, or alone as one rank)\n"
+    "  print JOB.cfg   show the job's expanded plan\n"
+    "  check JOB.cfg   analyze the job file and report every problem\n"
+    "  data ...        write example data sets\n"
+    "  ops             list the ops a job can use, with their parameters\n"
+    "\n"
+    "`cairn COMMAND --help` describes each command; man cairn(1), cairn-job(5).\n"
+    "exit codes: 0 success, 2 bad input, 3 runtime failure\n";
+
+static const char usage_run[] =
+    "usage: cairn run JOB.cfg [--set KEY=VALUE]... [--run-dir DIR]\n"
+    "\n"
+    "Run the job on every rank of the MPI job (mpirun -np N cairn run ...).\n"
+    "  --set KEY=VALUE  override a job-file key, e.g. --set stop.max_epochs=3\n"
+    "                   or --set groups.0.ranks=2 (repeatable)\n"
+    "  --run-dir DIR    where the log, metrics and results go (default runs/NAME)\n";
+
+static const char usage_print[] =
+    "usage: cairn print JOB.cfg [--ranks N] [--set KEY=VALUE]...\n"
+    "\n"
+    "Print the job's plan for N ranks (default: as many as its groups need):\n"
+    "groups with their ranks, then the init, epoch, stop, download and exit\n"
+    "phases, one op per line.  Needs no MPI.\n";
+
+static const char usage_check[] =
+    "usage: cairn check JOB.cfg [--ranks N] [--set KEY=VALUE]...\n"
+    "\n"
+    "Analyze the job for N ranks and print every problem as FILE:LINE: message\n"
+    "(undefined blobs, conflicting parallel writers, unknown ops or keys, wrong\n"
+    "types, layout errors).  Exit 0 when clean, 2 otherwise.  Needs no MPI.\n";
+
+static const char usage_data[] =
+    "usage: cairn data range --out FILE.h5 --count N [--start S] [--dataset NAME]\n"
+    "\n"
+    "  range   an i64 dataset (default name \"values\") holding S, S+1, ..., S+N-1\n";
+
+static int usage_error(const char *usage, const char *fmt, const char *arg)
+{
+    fprintf(stderr, "cairn: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n%s", usage);
+    return CAIRN_EXIT_INPUT;
+}
+
+/* ---- shared option parsing ------------------------------------------------ */
+
+struct args {
+    const char *job;
+    const char **sets;
+    int n_sets;
+    const char *run_dir;
+    int ranks;
+    bool help;
+};
+
+enum { OPT_SET = 1000, OPT_RUN_DIR, OPT_RANKS, OPT_HELP };
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+/* Parse the options common to run/print/check; returns an exit code or -1 to go on. */
+static int parse_job_args(int argc, char **argv, const char *usage, bool with_ranks,
+                          bool with_run_dir, struct args *a)
+{
+    static const struct option longs[] = {
+        {"set", required_argument, NULL, OPT_SET},
+        {"run-dir", required_argument, NULL, OPT_RUN_DIR},
+        {"ranks", required_argument, NULL, OPT_RANKS},
+        {"help", no_argument, NULL, OPT_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    a->sets = calloc((size_t)argc + 1, sizeof *a->sets);
+    if (!a->sets) return CAIRN_EXIT_RUNTIME;
+    optind = 0;
+    opterr = 0;
+    int c;
+    long v;
+    while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+        switch (c) {
+        case OPT_SET: a->sets[a->n_sets++] = optarg; break;
+        case OPT_RUN_DIR:
+            if (!with_run_dir) return usage_error(usage, "unknown option '%s'", "--run-dir");
+            a->run_dir = optarg;
+            break;
+        case OPT_RANKS:
+            if (!with_ranks) return usage_error(usage, "unknown option '%s'", "--ranks");
+            if (parse_int(optarg, 1, 1 << 24, &v))
+                return usage_error(usage, "--ranks needs a positive integer, not '%s'", optarg);
+            a->ranks = (int)v;
+            break;
+        case 'h': case OPT_HELP: a->help = true; break;
+        default: return usage_error(usage, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (a->help) {
+        fputs(usage, stdout);
+        return CAIRN_EXIT_OK;
+    }
+    if (optind >= argc) return usage_error(usage, "%s", "missing job file");
+    a->job = argv[optind++];
+    if (optind < argc) return usage_error(usage, "unexpected argument '%s'", argv[optind]);
+    return -1;
+}
+
+/* ---- print and check -------------------------------------------------------- */
+
+/* Load and plan a job for a command that needs no MPI. */
+static int load_plan(const struct args *a, struct job **job, struct plan **plan,
+                     struct diags *d)
+{
+    int rc = config_load(a->job, NULL, a->sets, a->n_sets, job, d);
+    if (rc == 0) rc = plan_build(*job, a->ranks, plan, d);
+    return rc;
+}
+
+static int cmd_print(int argc, char **argv)
+{
+    struct args a = {0};
+    int code = parse_job_args(argc, argv, usage_print, true, false, &a);
+    if (code >= 0) goto done;
+    struct job *job = NULL;
+    struct plan *plan = NULL;
+    struct diags d = {0};
+    int rc = load_plan(&a, &job, &plan, &d);
+    if (rc == 0) rc = plan_print(plan, stdout);
+    diags_print(&d, stderr);
+    if (rc && d.n == 0) fprintf(stderr, "cairn: %s\n", cairn_errmsg());
+    code = cairn_exit_code(rc);
+    diags_free(&d);
+    plan_destroy(&plan);
+    job_destroy(&job);
+done:
+    free(a.sets);
+    return code;
+}
+
+static int count_tasks(const struct plan *p)
+{
+    int n = 0;
+    for (int i = 0; i < N_PHASES; i++) n += p->phases[i].n;
+    return n;
+}
+
+static void check_summary(const struct args *a, const struct plan *p)
+{
+    int blobs = 0, persistent = 0;
+    for (int i = 0; i < p->n_groups; i++) {
+        blobs += p->groups[i].n_blobs;
+        for (int b = 0; b < p->groups[i].n_blobs; b++) persistent += p->groups[i].blobs[b].persistent;
+    }
+    printf("%s: ok: %d rank%s, %d group%s, %d task%s, %d blob%s (%d checkpointed)\n", a->job,
+           p->nranks, p->nranks == 1 ? "" : "s", p->n_groups, p->n_groups == 1 ? "" : "s",
+           count_tasks(p), count_tasks(p) == 1 ? "" : "s", blobs, blobs == 1 ? "" : "s",
+           persistent);
+    if (p->nranks > p->used_ranks)
+        fprintf(stderr, "%s: warning: %d ranks given but the groups use %d; the rest idle\n",
+                a->job, p->nranks, p->used_ranks);
+}
+
+static int cmd_check(int argc, char **argv)
+{
+    struct args a = {0};
+    int code = parse_job_args(argc, argv, usage_check, true, false, &a);
+    if (code >= 0) goto done;
+    struct job *job = NULL;
+    struct plan *plan = NULL;
+    struct diags d = {0};
+    int rc = load_plan(&a, &job, &plan, &d);
+    if (rc == 0) rc = analyze(plan, &d);
+    diags_print(&d, stderr);
+    if (rc && d.n == 0) fprintf(stderr, "cairn: %s\n", cairn_errmsg());
+    if (rc == 0) check_summary(&a, plan);
+    code = cairn_exit_code(rc);
+    diags_free(&d);
+    plan_destroy(&plan);
+    job_destroy(&job);
+done:
+    free(a.sets);
+    return code;
+}
+
+/* ---- run -------------------------------------------------------------------- */
+
+/* Rank 0 reads the job file once and broadcasts it: N ranks opening one
+ * file at once is a metadata storm on a parallel file system. */
+static int share_job_text(MPI_Comm world, const char *path, char **text)
+{
+    int rc = 0, me = 0;
+    long long len = -1;
+    size_t n = 0;
+    char *buf = NULL;
+    MPI_Comm_rank(world, &me);
+    if (me == 0 && fsx_read_all(path, &buf, &n) == 0) len = (long long)n;
+    CAIRN_CHECK_MPI(MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, world));
+    if (len < 0) CAIRN_FAIL(CAIRN_EINPUT, "%s: cannot read job file", path);
+    if (me != 0) {
+        buf = malloc((size_t)len + 1);
+        CAIRN_CHECK_ALLOC(buf);
+        buf[len] = '\0';
+    }
+    CAIRN_CHECK_MPI(MPI_Bcast(buf, (int)len, MPI_CHAR, 0, world));
+    *text = buf;
+    buf = NULL;
+cleanup:
+    free(buf);
+    return rc;
+}
+
+static bool needs_lanes(const struct plan *p)
+{
+    for (int i = 0; i < p->n_groups; i++)
+        if (p->groups[i].n_lanes > 1) return true;
+    return false;
+}
+
+/* Everything before the runner: every rank reaches the same verdict. */
+static int load_for_run(MPI_Comm world, const struct args *a, struct job **job,
+                        struct plan **plan, struct diags *d, int threads)
+{
+    int rc = 0, size = 0;
+    char *text = NULL;
+    MPI_Comm_size(world, &size);
+    CAIRN_CHECK(share_job_text(world, a->job, &text));
+    CAIRN_CHECK(config_load(a->job, text, a->sets, a->n_sets, job, d));
+    CAIRN_CHECK(plan_build(*job, size, plan, d));
+    CAIRN_CHECK(analyze(*plan, d));
+    if (threads < MPI_THREAD_MULTIPLE && needs_lanes(*plan))
+        CAIRN_FAIL(CAIRN_EINPUT, "this MPI library lacks MPI_THREAD_MULTIPLE, which parallel "
+                                 "steps need");
+cleanup:
+    free(text);
+    return rc;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+    struct args a = {0};
+    int code = parse_job_args(argc, argv, usage_run, false, true, &a);
+    if (code >= 0) {
+        free(a.sets);
+        return code;
+    }
+    int threads = 0, me = 0, rc;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &threads);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    struct job *job = NULL;
+    struct plan *plan = NULL;
+    struct diags d = {0};
+    int64_t epochs = 0;
+    char run_dir[4096];
+    rc = load_for_run(MPI_COMM_WORLD, &a, &job, &plan, &d, threads);
+    if (rc == 0) {
+        if (a.run_dir)
+            snprintf(run_dir, sizeof run_dir, "%s", a.run_dir);
+        else
+            snprintf(run_dir, sizeof run_dir, "runs/%s", job->name);
+        struct run_opts o = {.run_dir = run_dir};
+        rc = runner_run(MPI_COMM_WORLD, plan, &o, &epochs);
+    }
+    if (rc && me == 0) {
+        diags_print(&d, stderr);
+        if (d.n == 0) fprintf(stderr, "cairn: %s\n", cairn_errmsg());
+    }
+    diags_free(&d);
+    plan_destroy(&plan);
+    job_destroy(&job);
+    free(a.sets);
+    MPI_Finalize();
+    return cairn_exit_code(rc);
+}
+
+/* ---- data ------------------------------------------------------------------- */
+
+static int cmd_data(int argc, char **argv)
+{
+    static const struct option longs[] = {
+        {"out", required_argument, NULL, 'o'}, {"count", required_argument, NULL, 'n'},
+        {"start", required_argument, NULL, 's'}, {"dataset", required_argument, NULL, 'd'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        fputs(usage_data, argc < 2 ? stderr : stdout);
+        return argc < 2 ? CAIRN_EXIT_INPUT : CAIRN_EXIT_OK;
+    }
+    if (strcmp(argv[1], "range") != 0)
+        return usage_error(usage_data, "unknown data set kind '%s'", argv[1]);
+    const char *out = NULL, *dataset = "values";
+    long count = -1, start = 0;
+    optind = 0;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc - 1, argv + 1, "+o:n:s:d:h", longs, NULL)) != -1) {
+        switch (c) {
+        case 'o': out = optarg; break;
+        case 'd': dataset = optarg; break;
+        case 'n':
+            if (parse_int(optarg, 0, 1L << 40, &count))
+                return usage_error(usage_data, "--count needs an integer >= 0, not '%s'", optarg);
+            break;
+        case 's':
+            if (parse_int(optarg, -(1L << 40), 1L << 40, &start))
+                return usage_error(usage_data, "--start needs an integer, not '%s'", optarg);
+            break;
+        case 'h': fputs(usage_data, stdout); return CAIRN_EXIT_OK;
+        default: return usage_error(usage_data, "unknown option '%s'", argv[optind]); /* argv+1 shifted: argv[optind] is the option */
+        }
+    }
+    if (!out || count < 0) return usage_error(usage_data, "%s", "range needs --out and --count");
+    int rc = datagen_range(out, dataset, start, count);
+    if (rc) fprintf(stderr, "cairn: %s: %s\n", out, cairn_errmsg());
+    return cairn_exit_code(rc);
+}
+
+/* ---- ops ------------------------------------------------------------------------ */
+
+static const char *ptype_name(enum ptype t)
+{
+    static const char *const names[] = {"integer", "number", "string", "boolean",
+                                        "integer array", "name list", "choice"};
+    return names[t];
+}
+
+static void print_arity(const char *what, int lo, int hi)
+{
+    if (lo == hi)
+        printf("%d %s%s", lo, what, lo == 1 ? "" : "s");
+    else if (hi < 0)
+        printf("%d+ %ss", lo, what);
+    else
+        printf("%d-%d %ss", lo, hi, what);
+}
+
+static int cmd_ops(int argc, char **argv)
+{
+    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        puts("usage: cairn ops\n\nList every op a job file can use, its inputs, outputs and "
+             "parameters.");
+        return CAIRN_EXIT_OK;
+    }
+    int n;
+    const struct op_def *const *all = op_all(&n);
+    for (int i = 0; i < n; i++) {
+        const struct op_def *d = all[i];
+        if (d->flags & OPF_INTERNAL) continue;
+        printf("%s: %s\n  ", d->name, d->summary);
+        print_arity("input", d->min_in, d->max_in);
+        printf(", ");
+        print_arity("output", d->min_out, d->max_out);
+        printf("%s\n", d->flags & OPF_COLLECTIVE ? ", collective over the group" : "");
+        for (int k = 0; d->params && d->params[k].key; k++) {
+            const struct param_def *p = &d->params[k];
+            printf("  %s (%s", p->key, p->type == PT_ENUM ? p->choices : ptype_name(p->type));
+            if (p->dflt)
+                printf(", default %s", p->dflt);
+            else
+                printf(", required");
+            printf("): %s\n", p->doc);
+        }
+    }
+    return CAIRN_EXIT_OK;
+}
+
+/* ---- entry ---------------------------------------------------------------------- */
+
+int cairn_main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(usage_main, stderr);
+        return CAIRN_EXIT_INPUT;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(usage_main, stdout);
+        return CAIRN_EXIT_OK;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("cairn %s\n", CAIRN_VERSION);
+        return CAIRN_EXIT_OK;
+    }
+    if (strcmp(cmd, "run") == 0) return cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "print") == 0) return cmd_print(argc - 1, argv + 1);
+    if (strcmp(cmd, "check") == 0) return cmd_check(argc - 1, argv + 1);
+    if (strcmp(cmd, "data") == 0) return cmd_data(argc - 1, argv + 1);
+    if (strcmp(cmd, "ops") == 0) return cmd_ops(argc - 1, argv + 1);
+    fprintf(stderr, "cairn: unknown command '%s'\n%s", cmd, usage_main);
+    return CAIRN_EXIT_INPUT;
+}

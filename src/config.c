@@ -1,0 +1,837 @@
+/* Job files: libconfig in, checked job spec out (include/cairn/config.h).
+ *
+ * Each key is read in exactly one place below, checked for type and range,
+ * and every group rejects keys it does not know.  Problems are collected as
+ * FILE:LINE diagnostics so that one `cairn check` shows them all. */
+#include "cairn/config.h"
+
+#include "cairn/arena.h"
+#include "cairn/diag.h"
+#include "cairn/error.h"
+#include "cairn/job.h"
+
+#include <ctype.h>
+#include <libgen.h>
+#include <libconfig.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct override {
+    config_setting_t *s;
+    const char *text;
+};
+
+struct cfg {
+    struct job *job;
+    struct arena *a;
+    struct diags *d;
+    const char *path;
+    struct override *ov;
+    int n_ov;
+    int errors;
+    const char *src_raw; /* last file name libconfig gave, and our copy: */
+    const char *src_copy; /* libconfig's strings die with its config_t */
+};
+
+/* ---- locations and messages ------------------------------------------- */
+
+static const char *intern_file(struct cfg *c, const char *f)
+{
+    if (!f) return c->path;
+    if (f != c->src_raw) {
+        c->src_raw = f;
+        c->src_copy = strcmp(f, c->path) == 0 ? c->path : arena_strdup(c->a, f);
+    }
+    return c->src_copy;
+}
+
+/* A setting's FILE:LINE (line 1 for the file as a whole); settings made by
+ * --set are named by the override. */
+static void locate(struct cfg *c, const config_setting_t *s, const char **file, int *line)
+{
+    for (const config_setting_t *p = s; p; p = config_setting_parent(p)) {
+        for (int i = 0; i < c->n_ov; i++) {
+            if (c->ov[i].s == p) {
+                *file = c->ov[i].text;
+                *line = 0;
+                return;
+            }
+        }
+    }
+    for (const config_setting_t *p = s; p; p = config_setting_parent(p)) {
+        if (config_setting_source_line(p) > 0) {
+            *file = intern_file(c, config_setting_source_file(p));
+            *line = config_setting_source_line(p);
+            return;
+        }
+    }
+    *file = c->path;
+    *line = 1;
+}
+
+__attribute__((format(printf, 3, 4))) static void err_at(struct cfg *c,
+                                                         const config_setting_t *s,
+                                                         const char *fmt, ...)
+{
+    const char *file;
+    int line;
+    char msg[1024];
+    locate(c, s, &file, &line);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    diags_add(c->d, file, line, "%s", msg);
+    c->errors++;
+}
+
+static const char *type_name(const config_setting_t *s)
+{
+    switch (config_setting_type(s)) {
+    case CONFIG_TYPE_INT: case CONFIG_TYPE_INT64: return "an integer";
+    case CONFIG_TYPE_FLOAT: return "a number";
+    case CONFIG_TYPE_STRING: return "a string";
+    case CONFIG_TYPE_BOOL: return "a boolean";
+    case CONFIG_TYPE_ARRAY: return "an array";
+    case CONFIG_TYPE_LIST: return "a list";
+    case CONFIG_TYPE_GROUP: return "a group";
+    default: return "nothing";
+    }
+}
+
+static const char *where_name(const config_setting_t *s)
+{
+    const char *n = config_setting_name(s);
+    return n ? n : "(element)";
+}
+
+/* Reject keys of a group that are not in `allowed` (NULL-terminated). */
+static void check_keys(struct cfg *c, const config_setting_t *g, const char *what,
+                       const char *const *allowed)
+{
+    for (int i = 0, n = config_setting_length(g); i < n; i++) {
+        const config_setting_t *s = config_setting_get_elem(g, (unsigned)i);
+        const char *key = config_setting_name(s);
+        bool ok = false;
+        for (const char *const *k = allowed; *k && !ok; k++) ok = strcmp(*k, key) == 0;
+        if (ok) continue;
+        char list[512] = "";
+        for (const char *const *k = allowed; *k; k++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
+                     k == allowed ? "" : ", ", *k);
+        err_at(c, s, "unknown key '%s' in %s (expected: %s)", key, what, list);
+    }
+}
+
+/* ---- typed getters ---------------------------------------------------- */
+
+static bool is_int(const config_setting_t *s)
+{
+    int t = config_setting_type(s);
+    return t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64;
+}
+
+static bool valid_name(const char *s)
+{
+    if (!s || !(isalpha((unsigned char)*s) || *s == '_')) return false;
+    for (; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '_' || *s == '.' || *s == '-')) return false;
+    return true;
+}
+
+/* Integer key in [lo, hi]; absent -> dflt (or an error when required). */
+static int64_t get_int(struct cfg *c, const config_setting_t *g, const char *key, bool required,
+                       int64_t dflt, int64_t lo, int64_t hi)
+{
+    const config_setting_t *s = config_setting_get_member(g, key);
+    if (!s) {
+        if (required) err_at(c, g, "missing key '%s' (an integer)", key);
+        return dflt;
+    }
+    if (!is_int(s)) {
+        err_at(c, s, "'%s' must be an integer, not %s", key, type_name(s));
+        return dflt;
+    }
+    long long v = config_setting_get_int64(s);
+    if (v < lo || v > hi) {
+        if (hi == INT64_MAX)
+            err_at(c, s, "'%s' must be >= %lld, got %lld", key, (long long)lo, v);
+        else
+            err_at(c, s, "'%s' must be in %lld..%lld, got %lld", key, (long long)lo,
+                   (long long)hi, v);
+        return dflt;
+    }
+    return v;
+}
+
+static const char *get_str(struct cfg *c, const config_setting_t *g, const char *key,
+                           bool required, const char *dflt)
+{
+    const config_setting_t *s = config_setting_get_member(g, key);
+    if (!s) {
+        if (required) err_at(c, g, "missing key '%s' (a string)", key);
+        return dflt;
+    }
+    if (config_setting_type(s) != CONFIG_TYPE_STRING) {
+        err_at(c, s, "'%s' must be a string, not %s", key, type_name(s));
+        return dflt;
+    }
+    return arena_strdup(c->a, config_setting_get_string(s));
+}
+
+static const char *get_name(struct cfg *c, const config_setting_t *g, const char *key,
+                            bool required, const char *what)
+{
+    const char *v = get_str(c, g, key, required, NULL);
+    if (v && !valid_name(v)) {
+        err_at(c, config_setting_get_member(g, key),
+               "%s '%s' is not a valid name (letters, digits, '_', '.', '-'; not first digit)",
+               what, v);
+        return NULL;
+    }
+    return v;
+}
+
+/* A string or a list/array of strings, as names. */
+static const char **get_names(struct cfg *c, const config_setting_t *s, int *n, const char *what)
+{
+    *n = 0;
+    if (config_setting_type(s) == CONFIG_TYPE_STRING) {
+        const char **v = arena_alloc(c->a, sizeof *v);
+        v[0] = arena_strdup(c->a, config_setting_get_string(s));
+        *n = 1;
+        if (!valid_name(v[0])) err_at(c, s, "%s '%s' is not a valid blob name", what, v[0]);
+        return v;
+    }
+    int t = config_setting_type(s);
+    if (t != CONFIG_TYPE_ARRAY && t != CONFIG_TYPE_LIST) {
+        err_at(c, s, "'%s' must be a blob name or a list of names, not %s", where_name(s),
+               type_name(s));
+        return NULL;
+    }
+    int len = config_setting_length(s);
+    const char **v = arena_alloc(c->a, (size_t)(len ? len : 1) * sizeof *v);
+    for (int i = 0; i < len; i++) {
+        const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+        if (config_setting_type(e) != CONFIG_TYPE_STRING) {
+            err_at(c, e, "'%s' entries must be strings, not %s", where_name(s), type_name(e));
+            continue;
+        }
+        v[*n] = arena_strdup(c->a, config_setting_get_string(e));
+        if (!valid_name(v[*n])) err_at(c, e, "%s '%s' is not a valid blob name", what, v[*n]);
+        (*n)++;
+    }
+    return v;
+}
+
+/* ---- op parameters ---------------------------------------------------- */
+
+static int choice_index(const char *choices, const char *s)
+{
+    int idx = 0;
+    size_t n = strlen(s);
+    for (const char *p = choices; *p; idx++) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && strncmp(p, s, n) == 0) return idx;
+        if (!bar) break;
+        p = bar + 1;
+    }
+    return -1;
+}
+
+/* Defaults are written as job-file text in the op table. */
+static void default_value(struct cfg *c, const struct param_def *pd, struct pval *v)
+{
+    const char *t = pd->dflt;
+    switch (pd->type) {
+    case PT_INT: v->i = strtoll(t, NULL, 10); v->f = (double)v->i; break;
+    case PT_FLOAT: v->f = strtod(t, NULL); break;
+    case PT_STR: v->s = arena_strdup(c->a, t); break;
+    case PT_BOOL: v->i = strcmp(t, "true") == 0; break;
+    case PT_ENUM: v->i = choice_index(pd->choices, t); v->s = arena_strdup(c->a, t); break;
+    case PT_INTS: case PT_STRS: v->n = 0; break; /* defaults are empty lists */
+    }
+}
+
+static void list_choices(const char *choices, char *out, size_t size)
+{
+    snprintf(out, size, "%s", choices);
+    for (char *p = out; *p; p++)
+        if (*p == '|') *p = ',';
+}
+
+static void param_ints(struct cfg *c, const config_setting_t *s, struct pval *v, const char *key)
+{
+    int t = config_setting_type(s);
+    if (t != CONFIG_TYPE_ARRAY && t != CONFIG_TYPE_LIST) {
+        err_at(c, s, "parameter '%s' must be an array of integers like [2, 3], not %s", key,
+               type_name(s));
+        return;
+    }
+    v->n = config_setting_length(s);
+    v->ints = arena_alloc(c->a, (size_t)(v->n ? v->n : 1) * sizeof *v->ints);
+    for (int i = 0; i < v->n; i++) {
+        const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+        if (!is_int(e)) {
+            err_at(c, e, "parameter '%s' must hold integers, not %s", key, type_name(e));
+            continue;
+        }
+        v->ints[i] = config_setting_get_int64(e);
+    }
+}
+
+static void param_value(struct cfg *c, const struct param_def *pd, const config_setting_t *s,
+                        struct pval *v)
+{
+    const char *key = pd->key;
+    int t = config_setting_type(s);
+    v->given = true;
+    switch (pd->type) {
+    case PT_INT:
+        if (!is_int(s)) break;
+        v->i = config_setting_get_int64(s);
+        v->f = (double)v->i;
+        return;
+    case PT_FLOAT:
+        if (t == CONFIG_TYPE_FLOAT) v->f = config_setting_get_float(s);
+        else if (is_int(s)) v->f = (double)config_setting_get_int64(s);
+        else break;
+        return;
+    case PT_BOOL:
+        if (t != CONFIG_TYPE_BOOL) break;
+        v->i = config_setting_get_bool(s);
+        return;
+    case PT_STR:
+        if (t != CONFIG_TYPE_STRING) break;
+        v->s = arena_strdup(c->a, config_setting_get_string(s));
+        return;
+    case PT_ENUM:
+        if (t != CONFIG_TYPE_STRING) break;
+        v->s = arena_strdup(c->a, config_setting_get_string(s));
+        v->i = choice_index(pd->choices, v->s);
+        if (v->i < 0) {
+            char list[256];
+            list_choices(pd->choices, list, sizeof list);
+            err_at(c, s, "parameter '%s' must be one of %s, not \"%s\"", key, list, v->s);
+        }
+        return;
+    case PT_INTS:
+        param_ints(c, s, v, key);
+        return;
+    case PT_STRS:
+        v->strs = get_names(c, s, &v->n, "name");
+        return;
+    }
+    static const char *const want[] = {"an integer", "a number", "a string", "a boolean",
+                                       "an array of integers", "a list of strings",
+                                       "a string"};
+    err_at(c, s, "parameter '%s' must be %s, not %s", key, want[pd->type], type_name(s));
+}
+
+static bool reserved_op_key(const char *k)
+{
+    return strcmp(k, "op") == 0 || strcmp(k, "in") == 0 || strcmp(k, "out") == 0;
+}
+
+static void op_params(struct cfg *c, const config_setting_t *g, struct op_node *op)
+{
+    const struct op_def *def = op->def;
+    int np = 0;
+    while (def->params && def->params[np].key) np++;
+    op->pv = arena_alloc(c->a, (size_t)(np ? np : 1) * sizeof *op->pv);
+    for (int i = 0; i < np; i++)
+        if (def->params[i].dflt) default_value(c, &def->params[i], &op->pv[i]);
+    for (int i = 0, n = config_setting_length(g); i < n; i++) {
+        const config_setting_t *s = config_setting_get_elem(g, (unsigned)i);
+        const char *key = config_setting_name(s);
+        if (reserved_op_key(key)) continue;
+        int k = op_param_index(def, key);
+        if (k < 0) {
+            char list[512] = "";
+            for (int j = 0; j < np; j++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "",
+                         def->params[j].key);
+            err_at(c, s, "op '%s' has no parameter '%s' (parameters: %s)", def->name, key,
+                   np ? list : "none");
+            continue;
+        }
+        param_value(c, &def->params[k], s, &op->pv[k]);
+    }
+    for (int i = 0; i < np; i++)
+        if (!def->params[i].dflt && !op->pv[i].given)
+            err_at(c, g, "op '%s' needs parameter '%s'", def->name, def->params[i].key);
+}
+
+/* ---- steps and tasks -------------------------------------------------- */
+
+static void parse_steps(struct cfg *c, const config_setting_t *list, struct steplist *out);
+
+static void parse_op_step(struct cfg *c, const config_setting_t *g, struct step *st)
+{
+    struct op_node *op = &st->op;
+    const char *name = get_str(c, g, "op", true, NULL);
+    op->file = st->file;
+    op->line = st->line;
+    if (!name) return;
+    op->def = op_find(name);
+    if (!op->def || (op->def->flags & OPF_INTERNAL)) {
+        err_at(c, config_setting_get_member(g, "op"), "unknown op '%s' (see cairn-job(5))", name);
+        op->def = NULL;
+        return;
+    }
+    const config_setting_t *in = config_setting_get_member(g, "in");
+    const config_setting_t *out = config_setting_get_member(g, "out");
+    if (in) op->in = get_names(c, in, &op->n_in, "input");
+    if (out) op->out = get_names(c, out, &op->n_out, "output");
+    const struct op_def *d = op->def;
+    if (op->n_in < d->min_in || (d->max_in >= 0 && op->n_in > d->max_in)) {
+        if (d->min_in == d->max_in)
+            err_at(c, g, "op '%s' takes %d input%s, got %d", d->name, d->min_in,
+                   d->min_in == 1 ? "" : "s", op->n_in);
+        else
+            err_at(c, g, "op '%s' takes at least %d input%s, got %d", d->name, d->min_in,
+                   d->min_in == 1 ? "" : "s", op->n_in);
+    }
+    if (op->n_out < d->min_out || op->n_out > d->max_out) {
+        if (d->min_out == d->max_out)
+            err_at(c, g, "op '%s' gives %d output%s, got %d", d->name, d->min_out,
+                   d->min_out == 1 ? "" : "s", op->n_out);
+        else
+            err_at(c, g, "op '%s' gives %d to %d outputs, got %d", d->name, d->min_out,
+                   d->max_out, op->n_out);
+    }
+    op_params(c, g, op);
+}
+
+static void parse_loop_step(struct cfg *c, const config_setting_t *g, struct step *st)
+{
+    static const char *const keys[] = {"loop", "until", "steps", NULL};
+    check_keys(c, g, "a loop step", keys);
+    st->kind = STEP_LOOP;
+    st->count = get_int(c, g, "loop", false, -1, 0, INT64_MAX);
+    const config_setting_t *u = config_setting_get_member(g, "until");
+    if (u) {
+        int n = 0;
+        const char **v = get_names(c, u, &n, "until blob");
+        if (n != 1 && v) err_at(c, u, "'until' names one blob");
+        st->until = n >= 1 ? v[0] : NULL;
+    }
+    const config_setting_t *body = config_setting_get_member(g, "steps");
+    if (!body)
+        err_at(c, g, "loop step needs 'steps'");
+    else
+        parse_steps(c, body, &st->body);
+}
+
+static void parse_parallel_step(struct cfg *c, const config_setting_t *g, struct step *st)
+{
+    static const char *const keys[] = {"parallel", NULL};
+    check_keys(c, g, "a parallel step", keys);
+    st->kind = STEP_PARALLEL;
+    const config_setting_t *p = config_setting_get_member(g, "parallel");
+    if (config_setting_type(p) != CONFIG_TYPE_LIST) {
+        err_at(c, p, "'parallel' must be a list of step lists, like ( ( {...} ), ( {...} ) )");
+        return;
+    }
+    st->n_branches = config_setting_length(p);
+    if (st->n_branches < 1) err_at(c, p, "'parallel' needs at least one branch");
+    st->branches = arena_alloc(c->a, (size_t)(st->n_branches + 1) * sizeof *st->branches);
+    for (int i = 0; i < st->n_branches; i++)
+        parse_steps(c, config_setting_get_elem(p, (unsigned)i), &st->branches[i]);
+}
+
+static void parse_report_step(struct cfg *c, const config_setting_t *g, struct step *st)
+{
+    static const char *const keys[] = {"report", "steps", NULL};
+    check_keys(c, g, "a report step", keys);
+    st->kind = STEP_REPORT;
+    st->every_ms = get_int(c, g, "report", true, 1000, 1, 86400000);
+    const config_setting_t *body = config_setting_get_member(g, "steps");
+    if (!body)
+        err_at(c, g, "report step needs 'steps'");
+    else
+        parse_steps(c, body, &st->body);
+}
+
+static void parse_step(struct cfg *c, const config_setting_t *g, struct step *st)
+{
+    locate(c, g, &st->file, &st->line);
+    if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
+        err_at(c, g, "a step must be a group like { op = \"copy\"; ... }, not %s", type_name(g));
+        return;
+    }
+    bool is_op = config_setting_get_member(g, "op") != NULL;
+    bool is_loop = config_setting_get_member(g, "loop") || config_setting_get_member(g, "until");
+    bool is_par = config_setting_get_member(g, "parallel") != NULL;
+    bool is_rep = config_setting_get_member(g, "report") != NULL;
+    int kinds = is_op + is_loop + is_par + is_rep;
+    if (kinds != 1) {
+        err_at(c, g, kinds ? "a step is one of op, loop/until, parallel or report, not several"
+                           : "a step needs one of 'op', 'loop', 'until', 'parallel', 'report'");
+        return;
+    }
+    if (is_op)
+        parse_op_step(c, g, st);
+    else if (is_loop)
+        parse_loop_step(c, g, st);
+    else if (is_par)
+        parse_parallel_step(c, g, st);
+    else
+        parse_report_step(c, g, st);
+}
+
+static void parse_steps(struct cfg *c, const config_setting_t *list, struct steplist *out)
+{
+    if (config_setting_type(list) != CONFIG_TYPE_LIST) {
+        err_at(c, list, "'%s' must be a list of steps ( {...}, {...} ), not %s",
+               where_name(list), type_name(list));
+        return;
+    }
+    out->n = config_setting_length(list);
+    out->v = arena_alloc(c->a, (size_t)(out->n + 1) * sizeof *out->v);
+    for (int i = 0; i < out->n; i++)
+        parse_step(c, config_setting_get_elem(list, (unsigned)i), &out->v[i]);
+}
+
+static void parse_task(struct cfg *c, const config_setting_t *g, struct task *t,
+                       enum phase_id ph, int index)
+{
+    static const char *const keys[] = {"name", "group", "steps", NULL};
+    locate(c, g, &t->file, &t->line);
+    t->group_id = -1;
+    if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
+        err_at(c, g, "a task must be a group { group = ...; steps = (...); }, not %s",
+               type_name(g));
+        return;
+    }
+    check_keys(c, g, "a task", keys);
+    t->name = get_name(c, g, "name", false, "task name");
+    if (!t->name) t->name = arena_printf(c->a, "%s%d", phase_name(ph), index);
+    t->group = get_name(c, g, "group", true, "group name");
+    const config_setting_t *steps = config_setting_get_member(g, "steps");
+    if (!steps)
+        err_at(c, g, "task '%s' needs 'steps'", t->name);
+    else
+        parse_steps(c, steps, &t->steps);
+}
+
+static void parse_phase(struct cfg *c, const config_setting_t *root, enum phase_id ph)
+{
+    struct phase *p = &c->job->phases[ph];
+    const config_setting_t *s = config_setting_get_member(root, phase_name(ph));
+    if (!s) return;
+    locate(c, s, &(const char *){NULL}, &p->line);
+    if (config_setting_type(s) != CONFIG_TYPE_LIST) {
+        err_at(c, s, "'%s' must be a list of tasks ( {...}, {...} ), not %s", phase_name(ph),
+               type_name(s));
+        return;
+    }
+    p->n = config_setting_length(s);
+    p->v = arena_alloc(c->a, (size_t)(p->n + 1) * sizeof *p->v);
+    for (int i = 0; i < p->n; i++)
+        parse_task(c, config_setting_get_elem(s, (unsigned)i), &p->v[i], ph, i);
+}
+
+/* ---- top-level sections ---------------------------------------------- */
+
+static void parse_groups(struct cfg *c, const config_setting_t *root)
+{
+    const config_setting_t *s = config_setting_get_member(root, "groups");
+    if (!s) return; /* a model section may generate them; plan.c checks there are some */
+    if (config_setting_type(s) != CONFIG_TYPE_LIST) {
+        err_at(c, s, "'groups' must be a list ( { name = ...; ranks = ...; }, ... ), not %s",
+               type_name(s));
+        return;
+    }
+    static const char *const keys[] = {"name", "ranks", NULL};
+    struct job *j = c->job;
+    j->n_groups = config_setting_length(s);
+    j->groups = arena_alloc(c->a, (size_t)(j->n_groups + 1) * sizeof *j->groups);
+    for (int i = 0; i < j->n_groups; i++) {
+        const config_setting_t *g = config_setting_get_elem(s, (unsigned)i);
+        struct group_spec *gs = &j->groups[i];
+        locate(c, g, &gs->file, &gs->line);
+        if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
+            err_at(c, g, "a group entry must be { name = ...; ranks = ...; }, not %s",
+                   type_name(g));
+            continue;
+        }
+        check_keys(c, g, "a group entry", keys);
+        gs->name = get_name(c, g, "name", true, "group name");
+        gs->ranks = get_int(c, g, "ranks", true, 1, 1, 1 << 24);
+        for (int k = 0; k < i && gs->name; k++)
+            if (j->groups[k].name && strcmp(j->groups[k].name, gs->name) == 0)
+                err_at(c, g, "group '%s' is declared twice (first at line %d)", gs->name,
+                       j->groups[k].line);
+    }
+}
+
+static void parse_stop(struct cfg *c, const config_setting_t *root)
+{
+    struct stop_spec *st = &c->job->stop;
+    const config_setting_t *s = config_setting_get_member(root, "stop");
+    if (!s) return;
+    locate(c, s, &st->file, &st->line);
+    if (config_setting_type(s) != CONFIG_TYPE_GROUP) {
+        err_at(c, s, "'stop' must be a group { blobs = [...]; max_epochs = N; }");
+        return;
+    }
+    static const char *const keys[] = {"blobs", "max_epochs", NULL};
+    check_keys(c, s, "stop", keys);
+    st->max_epochs = get_int(c, s, "max_epochs", false, 0, 1, INT64_MAX);
+    const config_setting_t *b = config_setting_get_member(s, "blobs");
+    if (!b) return;
+    int t = config_setting_type(b);
+    if (t != CONFIG_TYPE_ARRAY && t != CONFIG_TYPE_LIST && t != CONFIG_TYPE_STRING) {
+        err_at(c, b, "'blobs' must list \"group/blob\" names, not %s", type_name(b));
+        return;
+    }
+    int n = t == CONFIG_TYPE_STRING ? 1 : config_setting_length(b);
+    st->blobs = arena_alloc(c->a, (size_t)(n + 1) * sizeof *st->blobs);
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *e = t == CONFIG_TYPE_STRING ? b : config_setting_get_elem(b, (unsigned)i);
+        struct stop_blob *sb = &st->blobs[st->n_blobs];
+        locate(c, e, &sb->file, &sb->line);
+        const char *v = config_setting_get_string(e);
+        const char *slash = v ? strchr(v, '/') : NULL;
+        if (!slash) {
+            err_at(c, e, "stop blob must be written \"group/blob\"");
+            continue;
+        }
+        sb->group = arena_strdup(c->a, v);
+        ((char *)sb->group)[slash - v] = '\0';
+        sb->blob = arena_strdup(c->a, slash + 1);
+        if (!valid_name(sb->group) || !valid_name(sb->blob)) {
+            err_at(c, e, "stop blob \"%s\" is not a valid \"group/blob\" name", v);
+            continue;
+        }
+        st->n_blobs++;
+    }
+}
+
+static void parse_root(struct cfg *c, const config_setting_t *root)
+{
+    static const char *const keys[] = {"name", "seed", "groups", "init", "epoch", "epoch_end",
+                                       "steps_per_epoch", "download", "exit", "stop", NULL};
+    struct job *j = c->job;
+    check_keys(c, root, "the job", keys);
+    j->name = get_name(c, root, "name", true, "job name");
+    j->seed = get_int(c, root, "seed", false, 0, 0, INT64_MAX);
+    j->steps_per_epoch = get_int(c, root, "steps_per_epoch", false, 1, 1, INT64_MAX);
+    parse_groups(c, root);
+    for (int p = 0; p < N_PHASES; p++) parse_phase(c, root, (enum phase_id)p);
+    parse_stop(c, root);
+    if (j->phases[PHASE_EPOCH].n > 0 && j->stop.n_blobs == 0 && j->stop.max_epochs == 0)
+        err_at(c, config_setting_get_member(root, "epoch"),
+               "the job has epoch tasks but no stop condition: "
+               "give stop = { blobs = [...]; } or stop.max_epochs");
+}
+
+/* ---- --set overrides -------------------------------------------------- */
+
+static int copy_setting(config_setting_t *dst_parent, const char *name,
+                        const config_setting_t *src);
+
+static int copy_children(config_setting_t *dst, const config_setting_t *src)
+{
+    bool named = config_setting_type(src) == CONFIG_TYPE_GROUP;
+    for (int i = 0, n = config_setting_length(src); i < n; i++) {
+        const config_setting_t *e = config_setting_get_elem(src, (unsigned)i);
+        if (copy_setting(dst, named ? config_setting_name(e) : NULL, e)) return -1;
+    }
+    return 0;
+}
+
+static int copy_setting(config_setting_t *dst_parent, const char *name,
+                        const config_setting_t *src)
+{
+    int t = config_setting_type(src);
+    config_setting_t *d = config_setting_add(dst_parent, name, t);
+    if (!d) return -1;
+    switch (t) {
+    case CONFIG_TYPE_INT: return config_setting_set_int(d, config_setting_get_int(src)) ? 0 : -1;
+    case CONFIG_TYPE_INT64:
+        return config_setting_set_int64(d, config_setting_get_int64(src)) ? 0 : -1;
+    case CONFIG_TYPE_FLOAT: return config_setting_set_float(d, config_setting_get_float(src)) ? 0 : -1;
+    case CONFIG_TYPE_BOOL: return config_setting_set_bool(d, config_setting_get_bool(src)) ? 0 : -1;
+    case CONFIG_TYPE_STRING:
+        return config_setting_set_string(d, config_setting_get_string(src)) ? 0 : -1;
+    default: return copy_children(d, src);
+    }
+}
+
+/* "groups.0.ranks" -> "groups.[0].ranks" so plain indices work too. */
+static void normalize_path(const char *in, char *out, size_t size)
+{
+    size_t o = 0;
+    for (const char *p = in; *p && o + 4 < size;) {
+        const char *dot = strchr(p, '.');
+        size_t len = dot ? (size_t)(dot - p) : strlen(p);
+        bool digits = len > 0;
+        for (size_t i = 0; i < len; i++) digits = digits && isdigit((unsigned char)p[i]);
+        if (o) out[o++] = '.';
+        if (digits) out[o++] = '[';
+        for (size_t i = 0; i < len && o + 3 < size; i++) out[o++] = p[i];
+        if (digits) out[o++] = ']';
+        p += len + (dot ? 1 : 0);
+        if (!dot) break;
+    }
+    out[o] = '\0';
+}
+
+/* Find the parent of `path`, creating missing groups; *leaf gets the last key. */
+static config_setting_t *parent_of(config_t *cf, char *path, const char **leaf)
+{
+    char *dot = strrchr(path, '.');
+    if (!dot) {
+        *leaf = path;
+        return config_root_setting(cf);
+    }
+    *dot = '\0';
+    *leaf = dot + 1;
+    config_setting_t *p = config_lookup(cf, path);
+    if (p) return p;
+    const char *up_leaf;
+    char up[512];
+    snprintf(up, sizeof up, "%s", path);
+    config_setting_t *gp = parent_of(cf, up, &up_leaf);
+    if (!gp || up_leaf[0] == '[' || config_setting_type(gp) != CONFIG_TYPE_GROUP) return NULL;
+    return config_setting_add(gp, up_leaf, CONFIG_TYPE_GROUP);
+}
+
+/* Parse a --set value as libconfig text, or else take it as a bare string. */
+static int parse_value(config_t *tmp, const char *text)
+{
+    size_t n = strlen(text) + 16;
+    char *buf = malloc(n);
+    if (!buf) return -1;
+    snprintf(buf, n, "v = %s;", text);
+    int ok = config_read_string(tmp, buf);
+    free(buf);
+    if (ok) return 0;
+    config_destroy(tmp);
+    config_init(tmp);
+    config_setting_t *v = config_setting_add(config_root_setting(tmp), "v", CONFIG_TYPE_STRING);
+    return v && config_setting_set_string(v, text) ? 0 : -1;
+}
+
+/* Overwrite a scalar in place when the types agree (an integer may stand
+ * for a number); false if the caller must replace the setting instead. */
+static bool set_scalar(config_setting_t *d, const config_setting_t *src)
+{
+    int td = config_setting_type(d), ts = config_setting_type(src);
+    if (td == CONFIG_TYPE_INT64 && is_int(src))
+        return config_setting_set_int64(d, config_setting_get_int64(src));
+    if (td == CONFIG_TYPE_INT && is_int(src)) {
+        long long v = config_setting_get_int64(src);
+        return v >= INT32_MIN && v <= INT32_MAX && config_setting_set_int(d, (int)v);
+    }
+    if (td == CONFIG_TYPE_FLOAT && (ts == CONFIG_TYPE_FLOAT || is_int(src)))
+        return config_setting_set_float(d, ts == CONFIG_TYPE_FLOAT
+                                               ? config_setting_get_float(src)
+                                               : (double)config_setting_get_int64(src));
+    if (td == CONFIG_TYPE_STRING && ts == CONFIG_TYPE_STRING)
+        return config_setting_set_string(d, config_setting_get_string(src));
+    if (td == CONFIG_TYPE_BOOL && ts == CONFIG_TYPE_BOOL)
+        return config_setting_set_bool(d, config_setting_get_bool(src));
+    return false;
+}
+
+static config_setting_t *replace(config_setting_t *parent, const char *leaf,
+                                 const config_setting_t *src)
+{
+    if (leaf[0] == '[') { /* list elements can only be overwritten in place */
+        config_setting_t *e = config_setting_get_elem(parent, (unsigned)atoi(leaf + 1));
+        return e && set_scalar(e, src) ? e : NULL;
+    }
+    if (config_setting_type(parent) != CONFIG_TYPE_GROUP) return NULL;
+    config_setting_t *old = config_setting_get_member(parent, leaf);
+    if (old && set_scalar(old, src)) return old;
+    if (old) config_setting_remove(parent, leaf);
+    if (copy_setting(parent, leaf, src)) return NULL;
+    return config_setting_get_member(parent, leaf);
+}
+
+static void apply_set(struct cfg *c, config_t *cf, const char *set)
+{
+    const char *eq = strchr(set, '=');
+    if (!eq || eq == set) {
+        diags_add(c->d, "--set", 0, "'%s' must be written key=value", set);
+        c->errors++;
+        return;
+    }
+    char key[512], path[512];
+    snprintf(key, sizeof key, "%.*s", (int)(eq - set), set);
+    normalize_path(key, path, sizeof path);
+    config_t tmp;
+    config_init(&tmp);
+    const char *leaf = NULL;
+    config_setting_t *parent = NULL, *made = NULL;
+    if (parse_value(&tmp, eq + 1) == 0) parent = parent_of(cf, path, &leaf);
+    const config_setting_t *src = config_lookup(&tmp, "v");
+    if (parent && src) made = replace(parent, leaf, src);
+    config_destroy(&tmp);
+    if (!made) {
+        diags_add(c->d, "--set", 0, "cannot set '%s': no such list element or not a key path",
+                  key);
+        c->errors++;
+        return;
+    }
+    c->ov[c->n_ov++] = (struct override){made, arena_printf(c->a, "--set %s", set)};
+}
+
+/* ---- entry ------------------------------------------------------------ */
+
+int config_load(const char *path, const char *text, const char *const *sets, int n_sets, struct job **out,
+                struct diags *d)
+{
+    int rc = 0;
+    config_t cf;
+    config_init(&cf);
+    struct job *j = NULL;
+    struct arena *a = arena_create();
+    j = arena_alloc(a, sizeof *j);
+    j->arena = a;
+    j->file = arena_strdup(a, path);
+    struct cfg c = {.job = j, .a = a, .d = d, .path = j->file};
+    c.ov = arena_alloc(a, (size_t)(n_sets + 1) * sizeof *c.ov);
+    *out = NULL;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    config_set_include_dir(&cf, dirname(dir));
+    if (!(text ? config_read_string(&cf, text) : config_read_file(&cf, path))) {
+        if (config_error_type(&cf) == CONFIG_ERR_FILE_IO)
+            diags_add(d, path, 0, "cannot read job file");
+        else
+            diags_add(d, config_error_file(&cf) ? config_error_file(&cf) : path,
+                      config_error_line(&cf), "%s", config_error_text(&cf));
+        CAIRN_FAIL(CAIRN_EINPUT, "%s: not a readable job file", path);
+    }
+    for (int i = 0; i < n_sets; i++) apply_set(&c, &cf, sets[i]);
+    parse_root(&c, config_root_setting(&cf));
+    if (c.errors) CAIRN_FAIL(CAIRN_EINPUT, "%s: %d problem%s in the job file", path, c.errors,
+                             c.errors == 1 ? "" : "s");
+    *out = j;
+    j = NULL;
+cleanup:
+    config_destroy(&cf);
+    if (j) job_destroy(&j);
+    return rc;
+}
+
+void job_destroy(struct job **job)
+{
+    if (!job || !*job) return;
+    struct arena *a = (*job)->arena;
+    arena_destroy(&a);
+    *job = NULL;
+}
+
+const char *phase_name(enum phase_id p)
+{
+    static const char *const names[] = {"init", "epoch", "epoch_end", "download", "exit"};
+    return (unsigned)p < N_PHASES ? names[p] : "?";
+}

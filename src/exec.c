@@ -1,0 +1,281 @@
+/* Step execution; see include/cairn/exec.h.
+ *
+ * Concurrency: parallel branches run in threads, each on its own
+ * communicator lane, and the analyzer guarantees they touch disjoint blobs.
+ * Report steps run in threads beside their siblings and may read what the
+ * siblings write, so every op takes read locks on its inputs and write
+ * locks on its outputs, in blob-id order (no lock-order deadlocks). */
+#include "cairn/exec.h"
+
+#include "cairn/error.h"
+#include "cairn/layout.h"
+#include "cairn/plan.h"
+#include "cairn/runtime.h"
+#include "cairn/workspace.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_LOCKS 64
+
+static void where(const struct runtime *rt, char *buf, size_t size)
+{
+    if (rt->phase == PHASE_EPOCH || rt->phase == PHASE_EPOCH_END)
+        snprintf(buf, size, "epoch %lld step %lld", (long long)rt->epoch, (long long)rt->step);
+    else
+        snprintf(buf, size, "%s", phase_name(rt->phase));
+}
+
+_Noreturn void runtime_fatal(const struct runtime *rt, int rc, const char *fmt, ...)
+{
+    char msg[3072], at[64], line[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    where(rt, at, sizeof at);
+    const struct layout *l = rt->layout;
+    int n = snprintf(line, sizeof line, "cairn: rank %d (%s): %s: %s\n", l->rank, l->host, at, msg);
+    if (n > 0) {
+        ssize_t ignored = write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+        (void)ignored;
+    }
+    MPI_Abort(l->world, cairn_exit_code(rc));
+    _exit(cairn_exit_code(rc)); /* MPI_Abort does not return; this satisfies _Noreturn */
+}
+
+/* ---- ops -------------------------------------------------------------- */
+
+struct lockset {
+    int id[MAX_LOCKS];
+    bool wr[MAX_LOCKS];
+    int n;
+};
+
+static void lock_add(struct lockset *s, int id, bool wr)
+{
+    for (int i = 0; i < s->n; i++) {
+        if (s->id[i] == id) {
+            s->wr[i] = s->wr[i] || wr;
+            return;
+        }
+    }
+    int i = s->n++;
+    while (i > 0 && s->id[i - 1] > id) { /* keep ids sorted */
+        s->id[i] = s->id[i - 1];
+        s->wr[i] = s->wr[i - 1];
+        i--;
+    }
+    s->id[i] = id;
+    s->wr[i] = wr;
+}
+
+static void lock_all(struct workspace *ws, const struct lockset *s)
+{
+    for (int i = 0; i < s->n; i++) {
+        pthread_rwlock_t *l = &ws->v[s->id[i]].lock;
+        if (s->wr[i])
+            pthread_rwlock_wrlock(l);
+        else
+            pthread_rwlock_rdlock(l);
+    }
+}
+
+static void unlock_all(struct workspace *ws, const struct lockset *s)
+{
+    for (int i = s->n - 1; i >= 0; i--) pthread_rwlock_unlock(&ws->v[s->id[i]].lock);
+}
+
+_Noreturn static void op_failed(struct exec_ctx *x, const struct op_node *op, int rc)
+{
+    runtime_fatal(x->rt, rc, "task '%s' (group %s): op '%s' (%s:%d): %s", x->task->name,
+                  x->task->group, op->def->name, op->file, op->line, cairn_errmsg());
+}
+
+static void run_op(struct exec_ctx *x, const struct op_node *op)
+{
+    struct workspace *ws = x->rt->ws;
+    struct blob *in[MAX_LOCKS], *out[MAX_LOCKS];
+    struct lockset locks = {.n = 0};
+    bool mutates = op->def->flags & OPF_MUTATES_IN0;
+    for (int i = 0; i < op->n_in; i++) {
+        in[i] = &ws->v[op->in_id[i]];
+        lock_add(&locks, op->in_id[i], i == 0 && mutates);
+    }
+    for (int i = 0; i < op->n_out; i++) {
+        out[i] = &ws->v[op->out_id[i]];
+        lock_add(&locks, op->out_id[i], true);
+    }
+    lock_all(ws, &locks);
+    int rc = 0;
+    for (int i = 0; i < op->n_in && rc == 0; i++)
+        if (!in[i]->defined)
+            rc = cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__, "blob '%s' has no value",
+                               op->in[i]);
+    struct op_call call = {.ctx = x, .op = op, .in = in, .out = out};
+    if (rc == 0 && fault_op(&x->rt->fault, x->rt->layout->rank, op->def->name, x->rt->epoch))
+        rc = cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__, "injected fault (CAIRN_FAULT)");
+    if (rc == 0) {
+        cairn_err_clear();
+        rc = op->def->run(&call);
+    }
+    if (rc) op_failed(x, op, rc);
+    for (int i = 0; i < op->n_out; i++) out[i]->defined = true;
+    unlock_all(ws, &locks);
+}
+
+/* ---- structure ---------------------------------------------------------- */
+
+static void run_list(struct exec_ctx *x, const struct steplist *l);
+
+static bool blob_true(struct workspace *ws, int id)
+{
+    pthread_rwlock_rdlock(&ws->v[id].lock);
+    bool t = tensor_any(&ws->v[id].t);
+    pthread_rwlock_unlock(&ws->v[id].lock);
+    return t;
+}
+
+static void run_loop(struct exec_ctx *x, const struct step *st)
+{
+    for (int64_t i = 0; st->count < 0 || i < st->count; i++) {
+        run_list(x, &st->body);
+        if (st->until_id >= 0 && blob_true(x->rt->ws, st->until_id)) break;
+    }
+}
+
+struct branch {
+    struct exec_ctx ctx;
+    const struct steplist *list;
+    pthread_t th;
+};
+
+static void *branch_main(void *p)
+{
+    struct branch *b = p;
+    run_list(&b->ctx, b->list);
+    return NULL;
+}
+
+static void run_parallel(struct exec_ctx *x, const struct step *st)
+{
+    struct branch *b = calloc((size_t)st->n_branches, sizeof *b);
+    if (!b) runtime_fatal(x->rt, CAIRN_ENOMEM, "out of memory starting parallel branches");
+    for (int i = 1; i < st->n_branches; i++) {
+        b[i].ctx = *x;
+        b[i].ctx.comm = x->rt->layout->lanes[st->branch_lane[i]];
+        b[i].list = &st->branches[i];
+        if (pthread_create(&b[i].th, NULL, branch_main, &b[i]))
+            runtime_fatal(x->rt, CAIRN_ERUNTIME, "cannot start a thread for a parallel branch");
+    }
+    run_list(x, &st->branches[0]); /* branch 0 keeps this thread and lane */
+    for (int i = 1; i < st->n_branches; i++) pthread_join(b[i].th, NULL);
+    free(b);
+}
+
+struct reporter {
+    struct exec_ctx ctx;
+    const struct step *st;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;
+    pthread_t th;
+};
+
+static void add_ms(struct timespec *t, int64_t ms)
+{
+    t->tv_sec += ms / 1000;
+    t->tv_nsec += (ms % 1000) * 1000000;
+    if (t->tv_nsec >= 1000000000) {
+        t->tv_sec++;
+        t->tv_nsec -= 1000000000;
+    }
+}
+
+/* Run the body every every_ms while the siblings run, then once more when
+ * they are done, so every report step reports at least once. */
+static void *reporter_main(void *p)
+{
+    struct reporter *r = p;
+    struct timespec next;
+    clock_gettime(CLOCK_MONOTONIC, &next);
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        add_ms(&next, r->st->every_ms);
+        int e = 0;
+        while (!r->stop && e != ETIMEDOUT) e = pthread_cond_timedwait(&r->cv, &r->mu, &next);
+        if (r->stop) break;
+        pthread_mutex_unlock(&r->mu);
+        run_list(&r->ctx, &r->st->body);
+        pthread_mutex_lock(&r->mu);
+    }
+    pthread_mutex_unlock(&r->mu);
+    run_list(&r->ctx, &r->st->body);
+    return NULL;
+}
+
+static void start_reporter(struct exec_ctx *x, const struct step *st, struct reporter *r)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    r->ctx = *x;
+    r->ctx.in_report = true;
+    r->st = st;
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (pthread_create(&r->th, NULL, reporter_main, r))
+        runtime_fatal(x->rt, CAIRN_ERUNTIME, "cannot start a thread for a report step");
+}
+
+static void stop_reporter(struct reporter *r)
+{
+    pthread_mutex_lock(&r->mu);
+    r->stop = true;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+    pthread_join(r->th, NULL);
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+}
+
+static void run_step(struct exec_ctx *x, const struct step *st)
+{
+    switch (st->kind) {
+    case STEP_OP: run_op(x, &st->op); break;
+    case STEP_LOOP: run_loop(x, st); break;
+    case STEP_PARALLEL: run_parallel(x, st); break;
+    case STEP_REPORT: break; /* started by run_list */
+    }
+}
+
+static void run_list(struct exec_ctx *x, const struct steplist *l)
+{
+    int n_rep = 0;
+    for (int i = 0; i < l->n; i++) n_rep += l->v[i].kind == STEP_REPORT;
+    struct reporter *reps = NULL;
+    if (n_rep) {
+        reps = calloc((size_t)n_rep, sizeof *reps);
+        if (!reps) runtime_fatal(x->rt, CAIRN_ENOMEM, "out of memory starting report steps");
+        for (int i = 0, k = 0; i < l->n; i++)
+            if (l->v[i].kind == STEP_REPORT) start_reporter(x, &l->v[i], &reps[k++]);
+    }
+    for (int i = 0; i < l->n; i++) run_step(x, &l->v[i]);
+    for (int k = 0; k < n_rep; k++) stop_reporter(&reps[k]);
+    free(reps);
+}
+
+void exec_task(struct runtime *rt, const struct task *t)
+{
+    const struct layout *l = rt->layout;
+    struct exec_ctx x = {.rt = rt, .task = t, .comm = l->lanes[0], .rank = l->grank,
+                         .size = l->gsize};
+    run_list(&x, &t->steps);
+}

@@ -1,0 +1,165 @@
+/* File-system helpers; see include/cairn/fsx.h. */
+#include "cairn/fsx.h"
+
+#include "cairn/error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int fsx_join(char *out, size_t size, const char *dir, const char *name)
+{
+    int n = snprintf(out, size, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= size)
+        return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "path too long: %s/%s", dir, name);
+    return 0;
+}
+
+int fsx_mkdir_p(const char *path)
+{
+    int rc = 0;
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
+        CAIRN_FAIL(CAIRN_EINPUT, "path too long: %s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) && errno != EEXIST)
+            CAIRN_FAIL(CAIRN_EIO, "cannot create directory %s: %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) && errno != EEXIST)
+        CAIRN_FAIL(CAIRN_EIO, "cannot create directory %s: %s", buf, strerror(errno));
+    struct stat st;
+    if (stat(buf, &st) || !S_ISDIR(st.st_mode))
+        CAIRN_FAIL(CAIRN_EIO, "%s is not a directory", buf);
+cleanup:
+    return rc;
+}
+
+int fsx_fsync_path(const char *path)
+{
+    int rc = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    CAIRN_CHECK_ERRNO(fd >= 0, CAIRN_EIO, "cannot open %s", path);
+    CAIRN_CHECK_ERRNO(fsync(fd) == 0, CAIRN_EIO, "cannot fsync %s", path);
+cleanup:
+    if (fd >= 0) close(fd);
+    return rc;
+}
+
+int fsx_fsync_parent(const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    return fsx_fsync_path(dirname(buf));
+}
+
+static int write_fd(int fd, const void *data, size_t len, const char *path)
+{
+    int rc = 0;
+    const char *p = data;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR) continue;
+        CAIRN_CHECK_ERRNO(w > 0, CAIRN_EIO, "cannot write %s", path);
+        p += w;
+        len -= (size_t)w;
+    }
+cleanup:
+    return rc;
+}
+
+static int finish_atomic(int fd, const char *tmp, const char *path)
+{
+    int rc = 0;
+    CAIRN_CHECK_ERRNO(fsync(fd) == 0, CAIRN_EIO, "cannot fsync %s", tmp);
+    CAIRN_CHECK_ERRNO(close(fd) == 0, CAIRN_EIO, "cannot close %s", tmp);
+    fd = -1;
+    CAIRN_CHECK_ERRNO(rename(tmp, path) == 0, CAIRN_EIO, "cannot rename %s to %s", tmp, path);
+    CAIRN_CHECK(fsx_fsync_parent(path));
+cleanup:
+    if (fd >= 0) close(fd);
+    return rc;
+}
+
+int fsx_write_atomic(const char *path, const void *data, size_t len)
+{
+    int rc = 0, fd = -1;
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    CAIRN_CHECK_ERRNO(fd >= 0, CAIRN_EIO, "cannot create %s", tmp);
+    CAIRN_CHECK(write_fd(fd, data, len, tmp));
+    rc = finish_atomic(fd, tmp, path);
+    fd = -1;
+cleanup:
+    if (fd >= 0) close(fd);
+    if (rc) unlink(tmp);
+    return rc;
+}
+
+int fsx_read_all(const char *path, char **data, size_t *len)
+{
+    int rc = 0;
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    FILE *f = fopen(path, "rb");
+    CAIRN_CHECK_ERRNO(f != NULL, CAIRN_EIO, "cannot open %s", path);
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            cap = cap ? 2 * cap : 8192;
+            char *b = realloc(buf, cap);
+            CAIRN_CHECK_ALLOC(b);
+            buf = b;
+        }
+        size_t r = fread(buf + n, 1, cap - n - 1, f);
+        n += r;
+        if (r == 0) break;
+    }
+    CAIRN_CHECK_ERRNO(!ferror(f), CAIRN_EIO, "cannot read %s", path);
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    buf = NULL;
+cleanup:
+    if (f) fclose(f);
+    free(buf);
+    return rc;
+}
+
+int fsx_copy_atomic(const char *src, const char *dst)
+{
+    int rc = 0, in = -1, out = -1;
+    char tmp[4200], buf[1 << 16];
+    snprintf(tmp, sizeof tmp, "%s.tmp", dst);
+    in = open(src, O_RDONLY | O_CLOEXEC);
+    CAIRN_CHECK_ERRNO(in >= 0, CAIRN_EIO, "cannot open %s", src);
+    out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    CAIRN_CHECK_ERRNO(out >= 0, CAIRN_EIO, "cannot create %s", tmp);
+    for (;;) {
+        ssize_t r = read(in, buf, sizeof buf);
+        if (r < 0 && errno == EINTR) continue;
+        CAIRN_CHECK_ERRNO(r >= 0, CAIRN_EIO, "cannot read %s", src);
+        if (r == 0) break;
+        CAIRN_CHECK(write_fd(out, buf, (size_t)r, tmp));
+    }
+    rc = finish_atomic(out, tmp, dst);
+    out = -1;
+cleanup:
+    if (in >= 0) close(in);
+    if (out >= 0) close(out);
+    if (rc) unlink(tmp);
+    return rc;
+}
+
+int64_t fsx_file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) ? -1 : (int64_t)st.st_size;
+}

@@ -1,0 +1,66 @@
+/* Rank layout: split the world once into group communicators and lanes. */
+#include "cairn/layout.h"
+
+#include "cairn/error.h"
+#include "cairn/plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static int make_lanes(struct layout *l, const struct group *g)
+{
+    int rc = 0;
+    l->n_lanes = g->n_lanes > 0 ? g->n_lanes : 1;
+    l->lanes = calloc((size_t)l->n_lanes, sizeof *l->lanes);
+    CAIRN_CHECK_ALLOC(l->lanes);
+    for (int i = 0; i < l->n_lanes; i++) l->lanes[i] = MPI_COMM_NULL;
+    CAIRN_CHECK_MPI(MPI_Comm_split(l->world, l->gid, l->rank, &l->lanes[0]));
+    CAIRN_CHECK_MPI(MPI_Comm_set_errhandler(l->lanes[0], MPI_ERRORS_RETURN));
+    for (int i = 1; i < l->n_lanes; i++) {
+        /* parallel branches each talk on their own lane, so their
+         * collectives cannot cross */
+        CAIRN_CHECK_MPI(MPI_Comm_dup(l->lanes[0], &l->lanes[i]));
+    }
+    CAIRN_CHECK_MPI(MPI_Comm_rank(l->lanes[0], &l->grank));
+    CAIRN_CHECK_MPI(MPI_Comm_size(l->lanes[0], &l->gsize));
+cleanup:
+    return rc;
+}
+
+int layout_create(MPI_Comm world, const struct plan *p, struct layout **out)
+{
+    int rc = 0;
+    struct layout *l = calloc(1, sizeof *l);
+    CAIRN_CHECK_ALLOC(l);
+    l->world = MPI_COMM_NULL;
+    CAIRN_CHECK_MPI(MPI_Comm_dup(world, &l->world));
+    CAIRN_CHECK_MPI(MPI_Comm_set_errhandler(l->world, MPI_ERRORS_RETURN));
+    CAIRN_CHECK_MPI(MPI_Comm_rank(l->world, &l->rank));
+    CAIRN_CHECK_MPI(MPI_Comm_size(l->world, &l->size));
+    if (gethostname(l->host, sizeof l->host - 1)) snprintf(l->host, sizeof l->host, "?");
+    l->gid = plan_group_of_rank(p, l->rank);
+    if (l->gid >= 0) {
+        CAIRN_CHECK(make_lanes(l, &p->groups[l->gid]));
+    } else {
+        MPI_Comm none = MPI_COMM_NULL; /* spare ranks still take part in the split */
+        CAIRN_CHECK_MPI(MPI_Comm_split(l->world, MPI_UNDEFINED, l->rank, &none));
+    }
+    *out = l;
+    l = NULL;
+cleanup:
+    if (l) layout_destroy(&l);
+    return rc;
+}
+
+void layout_destroy(struct layout **lp)
+{
+    if (!lp || !*lp) return;
+    struct layout *l = *lp;
+    for (int i = 0; l->lanes && i < l->n_lanes; i++)
+        if (l->lanes[i] != MPI_COMM_NULL) MPI_Comm_free(&l->lanes[i]);
+    free(l->lanes);
+    if (l->world != MPI_COMM_NULL) MPI_Comm_free(&l->world);
+    free(l);
+    *lp = NULL;
+}

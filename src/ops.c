@@ -1,0 +1,575 @@
+/* The op registry (include/cairn/op.h): the table at the end of this file
+ * lists every op.  Adding an op means writing its infer/run functions here
+ * and one table entry; heavier machinery lives in its own module and is
+ * called from here. */
+#include "cairn/op.h"
+
+#include "cairn/diag.h"
+#include "cairn/error.h"
+#include "cairn/exec.h"
+#include "cairn/job.h"
+#include "cairn/partition.h"
+#include "cairn/reader.h"
+#include "cairn/runlog.h"
+#include "cairn/runtime.h"
+#include "cairn/strbuf.h"
+#include "cairn/workspace.h"
+
+#include <math.h>
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+const char *dist_name(enum dist d)
+{
+    switch (d) {
+    case DIST_REPLICATED: return "replicated";
+    case DIST_SHARDED: return "sharded";
+    case DIST_LOCAL: return "per-rank";
+    }
+    return "?";
+}
+
+int infer_error(struct infer *ix, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    diags_add(ix->diags, ix->op->file, ix->op->line, "op '%s': %s", ix->op->def->name, msg);
+    ix->errors++;
+    return CAIRN_EINPUT;
+}
+
+static MPI_Datatype mpi_type(enum dtype t)
+{
+    switch (t) {
+    case DT_F32: return MPI_FLOAT;
+    case DT_F64: return MPI_DOUBLE;
+    case DT_I32: return MPI_INT32_T;
+    case DT_I64: return MPI_INT64_T;
+    default: return MPI_DATATYPE_NULL;
+    }
+}
+
+static const struct pval *P(const struct op_call *c, int k) { return &c->op->pv[k]; }
+static const struct pval *PI(const struct infer *ix, int k) { return &ix->op->pv[k]; }
+
+static bool is_scalar_type(const struct blob_type *t) { return shape_numel(&t->shape) == 1; }
+
+/* ---- fill ------------------------------------------------------------- */
+
+enum { FILL_SHAPE, FILL_DTYPE, FILL_VALUE, FILL_DIST };
+static const struct param_def fill_params[] = {
+    {"shape", PT_INTS, "[]", NULL, "global shape; [] is a scalar"},
+    {"dtype", PT_ENUM, "f32", "f32|f64|i32|i64", "element type"},
+    {"value", PT_FLOAT, "0", NULL, "value of every element"},
+    {"dist", PT_ENUM, "replicated", "replicated|sharded|per-rank",
+     "sharded splits dimension 0 over the group's ranks"},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
+static int fill_infer(struct infer *ix)
+{
+    struct blob_type *o = &ix->out[0];
+    const struct pval *sh = PI(ix, FILL_SHAPE);
+    o->dtype = dtype_parse(PI(ix, FILL_DTYPE)->s);
+    o->dist = (enum dist)PI(ix, FILL_DIST)->i;
+    if (sh->n > CAIRN_MAX_DIMS) return infer_error(ix, "at most %d dimensions", CAIRN_MAX_DIMS);
+    o->shape.ndim = sh->n;
+    for (int i = 0; i < sh->n; i++) {
+        if (sh->ints[i] < 0) return infer_error(ix, "shape entries must be >= 0");
+        o->shape.d[i] = sh->ints[i];
+    }
+    double v = PI(ix, FILL_VALUE)->f;
+    if (dtype_is_int(o->dtype) && v != floor(v))
+        return infer_error(ix, "value %g is not an integer but dtype is %s", v,
+                           dtype_name(o->dtype));
+    if (o->dist == DIST_SHARDED && sh->n < 1)
+        return infer_error(ix, "a sharded blob needs at least one dimension to split");
+    return 0;
+}
+
+/* The shape this rank holds of a blob with global shape g. */
+static struct shape local_shape(const struct exec_ctx *x, enum dist d, const struct shape *g)
+{
+    struct shape s = *g;
+    if (d == DIST_SHARDED) {
+        int64_t lo, hi;
+        part_range(g->d[0], x->size, x->rank, &lo, &hi);
+        s.d[0] = hi - lo;
+    }
+    return s;
+}
+
+static int fill_run(struct op_call *c)
+{
+    const struct pval *sh = P(c, FILL_SHAPE);
+    struct shape g = {.ndim = sh->n};
+    for (int i = 0; i < sh->n; i++) g.d[i] = sh->ints[i];
+    struct shape s = local_shape(c->ctx, (enum dist)P(c, FILL_DIST)->i, &g);
+    int rc = tensor_resize(&c->out[0]->t, dtype_parse(P(c, FILL_DTYPE)->s), &s);
+    if (rc == 0) tensor_fill(&c->out[0]->t, P(c, FILL_VALUE)->f);
+    return rc;
+}
+
+/* ---- copy, add, scale, axpy, sum, cmp ----------------------------------- */
+
+static int copy_infer(struct infer *ix)
+{
+    ix->out[0] = ix->in[0];
+    return 0;
+}
+
+static int copy_run(struct op_call *c) { return tensor_copy(&c->out[0]->t, &c->in[0]->t); }
+
+/* Elementwise pair: same dtype; b has a's shape or is a scalar. */
+static int pair_infer(struct infer *ix)
+{
+    const struct blob_type *a = &ix->in[0], *b = &ix->in[1];
+    char sa[96], sb[96];
+    if (a->dtype != b->dtype)
+        return infer_error(ix, "inputs '%s' (%s) and '%s' (%s) have different dtypes",
+                           ix->op->in[0], dtype_name(a->dtype), ix->op->in[1],
+                           dtype_name(b->dtype));
+    bool scalar_b = is_scalar_type(b) && b->dist == DIST_REPLICATED;
+    if (!scalar_b && !shape_compatible(&a->shape, &b->shape))
+        return infer_error(ix, "inputs '%s' %s and '%s' %s have different shapes",
+                           ix->op->in[0], shape_format(&a->shape, sa, sizeof sa), ix->op->in[1],
+                           shape_format(&b->shape, sb, sizeof sb));
+    ix->out[0] = *a;
+    if (!scalar_b && a->dist != b->dist) {
+        if (a->dist == DIST_SHARDED || b->dist == DIST_SHARDED)
+            return infer_error(ix, "cannot combine a sharded blob with a %s one",
+                               dist_name(a->dist == DIST_SHARDED ? b->dist : a->dist));
+        ix->out[0].dist = DIST_LOCAL;
+    }
+    return 0;
+}
+
+static int add_run(struct op_call *c)
+{
+    return tensor_add(&c->out[0]->t, &c->in[0]->t, &c->in[1]->t);
+}
+
+enum { SCALE_FACTOR };
+static const struct param_def scale_params[] = {
+    {"factor", PT_FLOAT, NULL, NULL, "multiplier"},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
+static int integral_factor(struct infer *ix, double f, enum dtype t, const char *what)
+{
+    if (dtype_is_int(t) && f != floor(f))
+        return infer_error(ix, "%s %g must be an integer for %s inputs", what, f, dtype_name(t));
+    return 0;
+}
+
+static int scale_infer(struct infer *ix)
+{
+    ix->out[0] = ix->in[0];
+    return integral_factor(ix, PI(ix, SCALE_FACTOR)->f, ix->in[0].dtype, "factor");
+}
+
+static int scale_run(struct op_call *c)
+{
+    return tensor_scale(&c->out[0]->t, &c->in[0]->t, P(c, SCALE_FACTOR)->f);
+}
+
+enum { AXPY_ALPHA };
+static const struct param_def axpy_params[] = {
+    {"alpha", PT_FLOAT, NULL, NULL, "out = alpha * in[0] + in[1]"},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
+static int axpy_infer(struct infer *ix)
+{
+    if (pair_infer(ix)) return CAIRN_EINPUT;
+    return integral_factor(ix, PI(ix, AXPY_ALPHA)->f, ix->in[0].dtype, "alpha");
+}
+
+static int axpy_run(struct op_call *c)
+{
+    return tensor_axpy(&c->out[0]->t, P(c, AXPY_ALPHA)->f, &c->in[0]->t, &c->in[1]->t);
+}
+
+static int sum_infer(struct infer *ix)
+{
+    ix->out[0] = (struct blob_type){.dtype = ix->in[0].dtype,
+                                    .dist = ix->in[0].dist == DIST_REPLICATED ? DIST_REPLICATED
+                                                                              : DIST_LOCAL};
+    return 0;
+}
+
+static int sum_run(struct op_call *c) { return tensor_sum(&c->out[0]->t, &c->in[0]->t); }
+
+enum { CMP_OP, CMP_VALUE };
+static const struct param_def cmp_params[] = {
+    {"cmp", PT_ENUM, NULL, "lt|le|gt|ge|eq|ne", "comparison"},
+    {"value", PT_FLOAT, NULL, NULL, "right-hand side"},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
+static int cmp_infer(struct infer *ix)
+{
+    ix->out[0] = ix->in[0];
+    ix->out[0].dtype = DT_I32;
+    return 0;
+}
+
+static int cmp_run(struct op_call *c)
+{
+    return tensor_cmp(&c->out[0]->t, &c->in[0]->t, (enum cmp_op)P(c, CMP_OP)->i,
+                      P(c, CMP_VALUE)->f);
+}
+
+/* ---- collectives ------------------------------------------------------- */
+
+/* Every rank must hold the same number of elements, or MPI would read past
+ * a buffer: check first, collectively, and fail on every rank alike. */
+static int same_count(struct op_call *c, const struct tensor *t)
+{
+    int rc = 0;
+    int64_t mine[2] = {tensor_numel(t), -tensor_numel(t)}, ext[2];
+    CAIRN_CHECK_MPI(MPI_Allreduce(mine, ext, 2, MPI_INT64_T, MPI_MAX, c->ctx->comm));
+    if (ext[0] != -ext[1])
+        CAIRN_FAIL(CAIRN_ERUNTIME, "blob '%s' has %lld to %lld elements across the group's ranks",
+                   c->op->in[0], (long long)-ext[1], (long long)ext[0]);
+cleanup:
+    return rc;
+}
+
+static int allreduce_infer(struct infer *ix)
+{
+    if (ix->in[0].dist == DIST_SHARDED && ix->group_size > 1)
+        return infer_error(ix, "input '%s' is sharded: its ranks hold blocks of different "
+                               "sizes; reduce it with sum first",
+                           ix->op->in[0]);
+    ix->out[0] = ix->in[0];
+    ix->out[0].dist = DIST_REPLICATED;
+    return 0;
+}
+
+static int allreduce_run(struct op_call *c)
+{
+    int rc = 0;
+    struct tensor *in = &c->in[0]->t, *out = &c->out[0]->t;
+    CAIRN_CHECK(same_count(c, in));
+    if (out != in) CAIRN_CHECK(tensor_resize(out, in->dtype, &in->shape));
+    CAIRN_CHECK_MPI(MPI_Allreduce(out == in ? MPI_IN_PLACE : in->data, out->data,
+                                  (int)tensor_numel(in), mpi_type(in->dtype), MPI_SUM,
+                                  c->ctx->comm));
+cleanup:
+    return rc;
+}
+
+enum { BCAST_ROOT };
+static const struct param_def bcast_params[] = {
+    {"root", PT_INT, "0", NULL, "rank in the group whose value everyone gets"},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
+static int bcast_infer(struct infer *ix)
+{
+    int64_t root = PI(ix, BCAST_ROOT)->i;
+    if (root < 0 || root >= ix->group_size)
+        return infer_error(ix, "root %lld is not a rank of the group (0..%d)", (long long)root,
+                           ix->group_size - 1);
+    ix->out[0] = ix->in[0];
+    ix->out[0].dist = DIST_REPLICATED;
+    return 0;
+}
+
+static int bcast_run(struct op_call *c)
+{
+    int rc = 0;
+    int root = (int)P(c, BCAST_ROOT)->i;
+    struct tensor *in = &c->in[0]->t, *out = &c->out[0]->t;
+    struct shape s = in->shape; /* the root's shape wins */
+    CAIRN_CHECK_MPI(MPI_Bcast(&s, (int)sizeof s, MPI_BYTE, root, c->ctx->comm));
+    if (c->ctx->rank == root)
+        CAIRN_CHECK(tensor_copy(out, in));
+    else
+        CAIRN_CHECK(tensor_resize(out, in->dtype, &s));
+    CAIRN_CHECK_MPI(MPI_Bcast(out->data, (int)tensor_numel(out), mpi_type(out->dtype), root,
+                              c->ctx->comm));
+cleanup:
+    return rc;
+}
+
+/* ---- countdown ---------------------------------------------------------- */
+
+static int countdown_infer(struct infer *ix)
+{
+    if (!dtype_is_int(ix->in[0].dtype) || !is_scalar_type(&ix->in[0]))
+        return infer_error(ix, "counter '%s' must be an integer scalar", ix->op->in[0]);
+    ix->out[0] = (struct blob_type){.dtype = DT_I32, .dist = ix->in[0].dist};
+    return 0;
+}
+
+/* Decrement the counter (not below 0); done once it reaches 0, so a
+ * counter set to n makes `loop until done` run n times. */
+static int countdown_run(struct op_call *c)
+{
+    struct tensor *cnt = &c->in[0]->t;
+    int64_t v = tensor_get_i64(cnt, 0);
+    if (v > 0) tensor_set_i64(cnt, 0, --v);
+    struct shape scalar = {0};
+    int rc = tensor_resize(&c->out[0]->t, DT_I32, &scalar);
+    if (rc == 0) tensor_set_i64(&c->out[0]->t, 0, v == 0);
+    return rc;
+}
+
+/* ---- log ------------------------------------------------------------- */
+
+enum { LOG_RANK };
+static const struct param_def log_params[] = {
+    {"rank", PT_INT, "0", NULL, "group rank that logs; -1 for every rank"},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
+static int log_infer(struct infer *ix)
+{
+    int64_t r = PI(ix, LOG_RANK)->i;
+    if (r < -1 || r >= ix->group_size)
+        return infer_error(ix, "rank %lld is not -1 or a rank of the group (0..%d)",
+                           (long long)r, ix->group_size - 1);
+    return 0;
+}
+
+static void json_value(struct strbuf *b, const struct tensor *t)
+{
+    int64_t n = tensor_numel(t);
+    if (t->shape.ndim > 0) strbuf_add(b, "[");
+    for (int64_t i = 0; i < n && i < 64; i++) {
+        double v = tensor_get(t, i);
+        if (i) strbuf_add(b, ",");
+        if (dtype_is_int(t->dtype))
+            strbuf_addf(b, "%lld", (long long)tensor_get_i64(t, i));
+        else if (isfinite(v))
+            strbuf_addf(b, "%.9g", v);
+        else
+            strbuf_add(b, "null");
+    }
+    if (t->shape.ndim > 0) strbuf_add(b, "]");
+}
+
+static void where_text(const struct runtime *rt, bool report, char *buf, size_t size)
+{
+    if (rt->phase == PHASE_EPOCH || rt->phase == PHASE_EPOCH_END)
+        snprintf(buf, size, "%sepoch %lld step %lld", report ? "report " : "",
+                 (long long)rt->epoch, (long long)rt->step);
+    else
+        snprintf(buf, size, "%s%s", report ? "report " : "", phase_name(rt->phase));
+}
+
+static int log_run(struct op_call *c)
+{
+    const struct exec_ctx *x = c->ctx;
+    int64_t who = P(c, LOG_RANK)->i;
+    if (who >= 0 && who != x->rank) return 0;
+    const char *group = x->task->group;
+    struct strbuf line = {0}, json = {0};
+    char val[512], where[96];
+    where_text(x->rt, x->in_report, where, sizeof where);
+    strbuf_add(&json, "\"group\":");
+    strbuf_json_str(&json, group);
+    if (who < 0) strbuf_addf(&json, ",\"rank\":%d", x->rank);
+    for (int i = 0; i < c->op->n_in; i++) {
+        const struct tensor *t = &c->in[i]->t;
+        strbuf_addf(&line, "%s%s/%s = %s", i ? ", " : "", group, c->op->in[i],
+                    tensor_format(t, val, sizeof val));
+        strbuf_add(&json, ",");
+        strbuf_json_str(&json, c->op->in[i]);
+        strbuf_add(&json, ":");
+        json_value(&json, t);
+    }
+    if (who < 0)
+        runlog_line(x->rt->log, "%s: %s (rank %d)", where, strbuf_str(&line), x->rank);
+    else
+        runlog_line(x->rt->log, "%s: %s", where, strbuf_str(&line));
+    runlog_metric(x->rt->log, x->in_report ? "report" : "log", x->rt->epoch, x->rt->step,
+                  strbuf_str(&json));
+    int rc = strbuf_finish(&line);
+    if (rc == 0) rc = strbuf_finish(&json);
+    strbuf_free(&line);
+    strbuf_free(&json);
+    return rc;
+}
+
+/* ---- read -------------------------------------------------------------- */
+
+enum { READ_FILE, READ_DATASET, READ_LIMIT, READ_DTYPE, READ_RECORD };
+static const struct param_def read_params[] = {
+    {"file", PT_STR, NULL, NULL, "HDF5 file (relative to the working directory)"},
+    {"dataset", PT_STR, NULL, NULL, "dataset path in the file"},
+    {"limit", PT_INT, NULL, NULL, "records per call, over the whole group"},
+    {"dtype", PT_ENUM, "f64", "f32|f64|i32|i64", "element type of the batch"},
+    {"record_shape", PT_INTS, "[]", NULL, "shape of one record: the dataset is [N] + this"},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
+static int read_infer(struct infer *ix)
+{
+    const struct blob_type *cur = &ix->in[0];
+    if (cur->dtype != DT_I64 || !is_scalar_type(cur))
+        return infer_error(ix, "cursor '%s' must be an i64 scalar (e.g. fill dtype=\"i64\")",
+                           ix->op->in[0]);
+    if (PI(ix, READ_LIMIT)->i < 1) return infer_error(ix, "limit must be >= 1");
+    const struct pval *rs = PI(ix, READ_RECORD);
+    if (rs->n + 1 > CAIRN_MAX_DIMS) return infer_error(ix, "record_shape has too many dimensions");
+    struct blob_type *batch = &ix->out[0];
+    batch->dtype = dtype_parse(PI(ix, READ_DTYPE)->s);
+    batch->dist = ix->group_size > 1 ? DIST_LOCAL : DIST_REPLICATED;
+    batch->shape.ndim = rs->n + 1;
+    batch->shape.d[0] = -1;
+    for (int i = 0; i < rs->n; i++) batch->shape.d[i + 1] = rs->ints[i];
+    if (ix->op->n_out > 1) ix->out[1] = (struct blob_type){.dtype = DT_I32, .dist = cur->dist};
+    return 0;
+}
+
+static int read_check_shape(struct op_call *c, const struct shape *s)
+{
+    const struct pval *rs = P(c, READ_RECORD);
+    bool ok = s->ndim == rs->n + 1;
+    for (int i = 0; ok && i < rs->n; i++) ok = s->d[i + 1] == rs->ints[i];
+    if (ok) return 0;
+    char sh[128];
+    return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
+                         "dataset '%s' in '%s' has shape %s, but record_shape says [N]+[...%d "
+                         "dims]",
+                         P(c, READ_DATASET)->s, P(c, READ_FILE)->s,
+                         shape_format(s, sh, sizeof sh), rs->n);
+}
+
+static int read_prepare(struct op_call *c)
+{
+    struct shape s;
+    enum dtype t;
+    int rc = reader_shape(c->ctx->rt->readers, P(c, READ_FILE)->s, P(c, READ_DATASET)->s, &s, &t);
+    return rc ? rc : read_check_shape(c, &s);
+}
+
+/* The group's next `limit` records from the cursor, split in balanced
+ * blocks over its ranks; the cursor is the same on every rank, so a
+ * restart with another rank count continues at the same record. */
+static int read_run(struct op_call *c)
+{
+    const struct exec_ctx *x = c->ctx;
+    struct tensor *cursor = &c->in[0]->t;
+    struct shape s;
+    enum dtype t;
+    const char *file = P(c, READ_FILE)->s, *ds = P(c, READ_DATASET)->s;
+    int rc = reader_shape(x->rt->readers, file, ds, &s, &t);
+    if (rc) return rc;
+    int64_t at = tensor_get_i64(cursor, 0), n = s.d[0];
+    int64_t take = at < n ? (n - at < P(c, READ_LIMIT)->i ? n - at : P(c, READ_LIMIT)->i) : 0;
+    int64_t lo, hi;
+    part_range(take, x->size, x->rank, &lo, &hi);
+    rc = reader_rows(x->rt->readers, file, ds, at + lo, hi - lo,
+                     dtype_parse(P(c, READ_DTYPE)->s), &c->out[0]->t);
+    if (rc) return rc;
+    tensor_set_i64(cursor, 0, at + take);
+    if (c->op->n_out > 1) {
+        struct shape scalar = {0};
+        if ((rc = tensor_resize(&c->out[1]->t, DT_I32, &scalar))) return rc;
+        tensor_set_i64(&c->out[1]->t, 0, at + take >= n);
+    }
+    return 0;
+}
+
+/* ---- sleep ------------------------------------------------------------- */
+
+enum { SLEEP_MS };
+static const struct param_def sleep_params[] = {
+    {"ms", PT_INT, NULL, NULL, "milliseconds to wait (stands in for work in examples)"},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
+static int sleep_infer(struct infer *ix)
+{
+    if (PI(ix, SLEEP_MS)->i < 0) return infer_error(ix, "ms must be >= 0");
+    return 0;
+}
+
+static int sleep_run(struct op_call *c)
+{
+    int64_t ms = P(c, SLEEP_MS)->i;
+    struct timespec t = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+    while (nanosleep(&t, &t) != 0) {
+    }
+    return 0;
+}
+
+/* ---- the table ------------------------------------------------------------ */
+
+static const struct op_def op_fill = {
+    "fill", "a tensor of one value (alias: const)", 0, 0, 1, 1, 0, fill_params,
+    fill_infer, fill_run, NULL};
+static const struct op_def op_const = {
+    "const", "a tensor of one value (same as fill)", 0, 0, 1, 1, 0, fill_params,
+    fill_infer, fill_run, NULL};
+static const struct op_def op_copy = {
+    "copy", "out = in", 1, 1, 1, 1, 0, NULL, copy_infer, copy_run, NULL};
+static const struct op_def op_add = {
+    "add", "out = in[0] + in[1] (in[1] may be a scalar)", 2, 2, 1, 1, 0, NULL,
+    pair_infer, add_run, NULL};
+static const struct op_def op_scale = {
+    "scale", "out = factor * in", 1, 1, 1, 1, 0, scale_params, scale_infer, scale_run, NULL};
+static const struct op_def op_axpy = {
+    "axpy", "out = alpha * in[0] + in[1]", 2, 2, 1, 1, 0, axpy_params, axpy_infer,
+    axpy_run, NULL};
+static const struct op_def op_sum = {
+    "sum", "out = sum of in's elements (a scalar)", 1, 1, 1, 1, 0, NULL, sum_infer,
+    sum_run, NULL};
+static const struct op_def op_cmp = {
+    "cmp", "out = in CMP value, 1 or 0 per element (i32)", 1, 1, 1, 1, 0, cmp_params,
+    cmp_infer, cmp_run, NULL};
+static const struct op_def op_allreduce_sum = {
+    "allreduce_sum", "out = sum of in over the group's ranks", 1, 1, 1, 1, OPF_COLLECTIVE,
+    NULL, allreduce_infer, allreduce_run, NULL};
+static const struct op_def op_broadcast = {
+    "broadcast", "out = in of the group's rank root", 1, 1, 1, 1, OPF_COLLECTIVE,
+    bcast_params, bcast_infer, bcast_run, NULL};
+static const struct op_def op_countdown = {
+    "countdown", "decrement counter in[0]; out = 1 once it reaches 0", 1, 1, 1, 1,
+    OPF_MUTATES_IN0, NULL, countdown_infer, countdown_run, NULL};
+static const struct op_def op_log = {
+    "log", "write the inputs' values to the log and metrics", 1, 32, 0, 0, 0, log_params,
+    log_infer, log_run, NULL};
+static const struct op_def op_read = {
+    "read", "batch, finished = the next limit records from cursor in[0]", 1, 1, 1, 2,
+    OPF_MUTATES_IN0, read_params, read_infer, read_run, read_prepare};
+
+static const struct op_def op_sleep = {
+    "sleep", "wait ms milliseconds", 0, 0, 0, 0, 0, sleep_params, sleep_infer, sleep_run, NULL};
+
+static const struct op_def *const registry[] = {
+    &op_fill, &op_const, &op_copy, &op_add, &op_scale, &op_axpy, &op_sum, &op_cmp,
+    &op_allreduce_sum, &op_broadcast, &op_countdown, &op_log, &op_read, &op_sleep,
+};
+
+const struct op_def *const *op_all(int *n)
+{
+    *n = (int)(sizeof registry / sizeof registry[0]);
+    return registry;
+}
+
+const struct op_def *op_find(const char *name)
+{
+    int n;
+    const struct op_def *const *all = op_all(&n);
+    for (int i = 0; i < n; i++)
+        if (strcmp(all[i]->name, name) == 0) return all[i];
+    return NULL;
+}
+
+int op_param_index(const struct op_def *def, const char *key)
+{
+    for (int i = 0; def->params && def->params[i].key; i++)
+        if (strcmp(def->params[i].key, key) == 0) return i;
+    return -1;
+}

@@ -1,0 +1,214 @@
+/* Cached HDF5 dataset reading; see include/cairn/reader.h. */
+#include "cairn/reader.h"
+
+#include "cairn/error.h"
+#include "cairn/h5util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct entry {
+    char *file, *dataset;
+    hid_t f, d;
+    struct shape shape;
+    enum dtype type;
+};
+
+struct reader_cache {
+    struct entry *v;
+    int n;
+};
+
+int reader_cache_create(struct reader_cache **out)
+{
+    *out = calloc(1, sizeof **out);
+    return *out ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+}
+
+void reader_cache_destroy(struct reader_cache **cp)
+{
+    if (!cp || !*cp) return;
+    struct reader_cache *c = *cp;
+    h5_lock();
+    for (int i = 0; i < c->n; i++) {
+        H5Dclose(c->v[i].d);
+        H5Fclose(c->v[i].f);
+        free(c->v[i].file);
+        free(c->v[i].dataset);
+    }
+    h5_unlock();
+    free(c->v);
+    free(c);
+    *cp = NULL;
+}
+
+static int open_entry(struct reader_cache *c, const char *file, const char *dataset,
+                      struct entry **out)
+{
+    int rc = 0;
+    hid_t f = H5I_INVALID_HID, d = H5I_INVALID_HID, space = H5I_INVALID_HID,
+          type = H5I_INVALID_HID;
+    for (int i = 0; i < c->n; i++) {
+        if (strcmp(c->v[i].file, file) == 0 && strcmp(c->v[i].dataset, dataset) == 0) {
+            *out = &c->v[i];
+            return 0;
+        }
+    }
+    h5_quiet();
+    f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) CAIRN_FAIL(CAIRN_EINPUT, "cannot open HDF5 file '%s'", file);
+    d = H5Dopen2(f, dataset, H5P_DEFAULT);
+    if (d < 0) CAIRN_FAIL(CAIRN_EINPUT, "file '%s' has no dataset '%s'", file, dataset);
+    space = H5Dget_space(d);
+    type = H5Dget_type(d);
+    CAIRN_CHECK_H5(space);
+    CAIRN_CHECK_H5(type);
+    struct entry e = {.f = f, .d = d, .type = h5_dtype(type)};
+    int nd = H5Sget_simple_extent_ndims(space);
+    if (e.type == DT_NONE || nd < 1 || nd > CAIRN_MAX_DIMS)
+        CAIRN_FAIL(CAIRN_EINPUT, "dataset '%s' in '%s' must be numeric with 1 to %d dimensions",
+                   dataset, file, CAIRN_MAX_DIMS);
+    hsize_t dims[CAIRN_MAX_DIMS];
+    H5Sget_simple_extent_dims(space, dims, NULL);
+    e.shape.ndim = nd;
+    for (int i = 0; i < nd; i++) e.shape.d[i] = (int64_t)dims[i];
+    struct entry *v = realloc(c->v, (size_t)(c->n + 1) * sizeof *v);
+    CAIRN_CHECK_ALLOC(v);
+    c->v = v;
+    e.file = strdup(file);
+    e.dataset = strdup(dataset);
+    if (!e.file || !e.dataset) {
+        free(e.file);
+        free(e.dataset);
+        CAIRN_FAIL(CAIRN_ENOMEM, "out of memory");
+    }
+    c->v[c->n] = e;
+    *out = &c->v[c->n++];
+    f = d = H5I_INVALID_HID; /* the cache owns them now */
+cleanup:
+    if (space >= 0) H5Sclose(space);
+    if (type >= 0) H5Tclose(type);
+    if (d >= 0) H5Dclose(d);
+    if (f >= 0) H5Fclose(f);
+    return rc;
+}
+
+int reader_shape(struct reader_cache *c, const char *file, const char *dataset,
+                 struct shape *shape, enum dtype *type)
+{
+    struct entry *e = NULL;
+    h5_lock();
+    int rc = open_entry(c, file, dataset, &e);
+    if (rc == 0) {
+        *shape = e->shape;
+        *type = e->type;
+    }
+    h5_unlock();
+    return rc;
+}
+
+/* Select rows [start, start+count) of e, or the listed rows, in the file. */
+static int read_sel(struct entry *e, const int64_t *idx, int64_t start, int64_t count,
+                    enum dtype dtype, struct tensor *out)
+{
+    int rc = 0;
+    hid_t fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
+    struct shape s = e->shape;
+    s.d[0] = count;
+    CAIRN_CHECK(tensor_resize(out, dtype, &s));
+    if (count == 0) goto cleanup;
+    hsize_t off[CAIRN_MAX_DIMS] = {0}, cnt[CAIRN_MAX_DIMS], mdims[CAIRN_MAX_DIMS];
+    for (int i = 0; i < s.ndim; i++) cnt[i] = mdims[i] = (hsize_t)s.d[i];
+    fspace = H5Dget_space(e->d);
+    CAIRN_CHECK_H5(fspace);
+    if (idx) {
+        cnt[0] = 1;
+        CAIRN_CHECK_H5(H5Sselect_none(fspace));
+        for (int64_t r = 0; r < count; r++) {
+            off[0] = (hsize_t)idx[r];
+            CAIRN_CHECK_H5(H5Sselect_hyperslab(fspace, H5S_SELECT_OR, off, NULL, cnt, NULL));
+        }
+    } else {
+        off[0] = (hsize_t)start;
+        CAIRN_CHECK_H5(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, off, NULL, cnt, NULL));
+    }
+    mspace = H5Screate_simple(s.ndim, mdims, NULL);
+    CAIRN_CHECK_H5(mspace);
+    CAIRN_CHECK_H5(H5Dread(e->d, h5_native(dtype), mspace, fspace, H5P_DEFAULT, out->data));
+cleanup:
+    if (fspace >= 0) H5Sclose(fspace);
+    if (mspace >= 0) H5Sclose(mspace);
+    return rc;
+}
+
+int reader_rows(struct reader_cache *c, const char *file, const char *dataset, int64_t start,
+                int64_t count, enum dtype dtype, struct tensor *out)
+{
+    struct entry *e = NULL;
+    h5_lock();
+    int rc = open_entry(c, file, dataset, &e);
+    if (rc == 0 && (start < 0 || count < 0 || start + count > e->shape.d[0]))
+        rc = cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__,
+                           "rows %lld..%lld are outside dataset '%s' (%lld rows)",
+                           (long long)start, (long long)(start + count), dataset,
+                           (long long)e->shape.d[0]);
+    if (rc == 0) rc = read_sel(e, NULL, start, count, dtype, out);
+    h5_unlock();
+    return rc;
+}
+
+/* A hyperslab union selects rows in file order; read sorted, then permute. */
+static int gather_sorted(struct entry *e, const int64_t *idx, int64_t count, enum dtype dtype,
+                         struct tensor *out)
+{
+    int rc = 0;
+    int64_t *order = malloc((size_t)(count ? count : 1) * sizeof *order);
+    int64_t *sorted = malloc((size_t)(count ? count : 1) * sizeof *sorted);
+    struct tensor tmp = {0};
+    CAIRN_CHECK_ALLOC(order);
+    CAIRN_CHECK_ALLOC(sorted);
+    for (int64_t i = 0; i < count; i++) order[i] = i;
+    /* insertion sort by row: batches are small and nearly random */
+    for (int64_t i = 1; i < count; i++) {
+        int64_t x = order[i], j = i - 1;
+        while (j >= 0 && idx[order[j]] > idx[x]) {
+            order[j + 1] = order[j];
+            j--;
+        }
+        order[j + 1] = x;
+    }
+    int64_t uniq = 0;
+    for (int64_t i = 0; i < count; i++)
+        if (uniq == 0 || sorted[uniq - 1] != idx[order[i]]) sorted[uniq++] = idx[order[i]];
+    CAIRN_CHECK(read_sel(e, sorted, 0, uniq, dtype, &tmp));
+    struct shape s = e->shape;
+    s.d[0] = count;
+    CAIRN_CHECK(tensor_resize(out, dtype, &s));
+    size_t row = count ? tensor_bytes(out) / (size_t)count : 0;
+    for (int64_t i = 0, u = 0; i < count; i++) {
+        while (sorted[u] != idx[order[i]]) u++;
+        memcpy((char *)out->data + (size_t)order[i] * row, (char *)tmp.data + (size_t)u * row,
+               row);
+    }
+cleanup:
+    free(order);
+    free(sorted);
+    tensor_free(&tmp);
+    return rc;
+}
+
+int reader_gather(struct reader_cache *c, const char *file, const char *dataset,
+                  const int64_t *idx, int64_t count, enum dtype dtype, struct tensor *out)
+{
+    struct entry *e = NULL;
+    h5_lock();
+    int rc = open_entry(c, file, dataset, &e);
+    for (int64_t i = 0; rc == 0 && i < count; i++)
+        if (idx[i] < 0 || idx[i] >= e->shape.d[0])
+            rc = cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__,
+                               "row %lld is outside dataset '%s' (%lld rows)",
+                               (long long)idx[i], dataset, (long long)e->shape.d[0]);
+    if (rc == 0) rc = gather_sorted(e, idx, count, dtype, out);
+    h5_unlock();
+    return rc;
+}
