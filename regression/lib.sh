@@ -14,8 +14,24 @@ T_NAME=$(basename "$0" .sh)
 # Enter a fresh directory for this scenario (or a sub-case of it).
 enter() {
     local d=$T_WORK/$T_NAME${1:+/$1}
+    [ -d "$d" ] && chattr -R -i "$d" 2>/dev/null # a failed run may leave immutable dirs
     rm -rf "$d" && mkdir -p "$d" && cd "$d" || exit 1
 }
+
+# py CODE ARGS...: Debian's python3 (with h5py and numpy), its output on stdout
+py() {
+    local code=$1
+    shift
+    /usr/bin/python3 -c "$code" "$@"
+}
+
+# h5val FILE DATASET: a dataset's value as Python prints it
+h5val() {
+    py 'import h5py,sys; print(h5py.File(sys.argv[1], "r")[sys.argv[2]][()])' "$1" "$2"
+}
+
+# sums of a directory's files, to show nothing in it changed
+dir_sums() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 md5sum); }
 
 pass() { echo "ok - $T_NAME/$1"; }
 fail() {

@@ -82,7 +82,11 @@ static void ts_free(struct tstate *s)
 static struct blob_type type_join(const struct blob_type *a, const struct blob_type *b)
 {
     struct blob_type j = *a;
-    if (a->dtype != b->dtype || a->shape.ndim != b->shape.ndim) return j; /* reported already */
+    if (a->dtype != b->dtype) return j; /* reported already */
+    if (a->shape.ndim != b->shape.ndim) {
+        j.shape.ndim = -1;
+        return j;
+    }
     for (int i = 0; i < j.shape.ndim; i++)
         if (a->shape.d[i] != b->shape.d[i]) j.shape.d[i] = -1;
     if (a->dist != b->dist) j.dist = DIST_LOCAL;
@@ -195,7 +199,7 @@ static bool type_allowed(struct walk *w, int id, const struct blob_type *t,
     const struct blob_info *b = &w->g->blobs[id];
     if (b->type.dtype == DT_NONE || t->dtype == DT_NONE) return true;
     bool persistent = b->persistent && w->phase != PHASE_INIT;
-    bool ok = b->type.dtype == t->dtype && b->type.shape.ndim == t->shape.ndim;
+    bool ok = b->type.dtype == t->dtype && shape_compatible(&b->type.shape, &t->shape);
     if (persistent)
         ok = ok && b->type.dist == t->dist && shape_compatible(&b->type.shape, &t->shape);
     if (ok) return true;

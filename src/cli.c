@@ -2,6 +2,8 @@
 #include "cairn/cli.h"
 
 #include "cairn/analyze.h"
+#include "cairn/ckpt_file.h"
+#include "cairn/ckpt_index.h"
 #include "cairn/config.h"
 #include "cairn/datagen.h"
 #include "cairn/diag.h"
@@ -19,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- usage ---------------------------------------------------------------- */
 
@@ -29,6 +32,7 @@ static const char usage_main[] =
     "  run JOB.cfg     run a job (under mpirun/srun, or alone as one rank)\n"
     "  print JOB.cfg   show the job's expanded plan\n"
     "  check JOB.cfg   analyze the job file and report every problem\n"
+    "  ckpt ...        list, verify and extract checkpoints\n"
     "  data ...        write example data sets\n"
     "  ops             list the ops a job can use, with their parameters\n"
     "\n"
@@ -36,12 +40,18 @@ static const char usage_main[] =
     "exit codes: 0 success, 2 bad input, 3 runtime failure\n";
 
 static const char usage_run[] =
-    "usage: cairn run JOB.cfg [--set KEY=VALUE]... [--run-dir DIR]\n"
+    "usage: cairn run JOB.cfg [--set KEY=VALUE]... [--run-dir DIR] [--resume=WHEN] [--force]\n"
     "\n"
     "Run the job on every rank of the MPI job (mpirun -np N cairn run ...).\n"
     "  --set KEY=VALUE  override a job-file key, e.g. --set stop.max_epochs=3\n"
     "                   or --set groups.0.ranks=2 (repeatable)\n"
-    "  --run-dir DIR    where the log, metrics and results go (default runs/NAME)\n";
+    "  --run-dir DIR    where the log, metrics, checkpoints and results go\n"
+    "                   (default runs/NAME)\n"
+    "  --resume=WHEN    auto (default): from the newest committed checkpoint if any;\n"
+    "                   latest: the same, but fail if there is none;\n"
+    "                   EPOCH: from that epoch's checkpoint;\n"
+    "                   none: start fresh (refused if checkpoints exist, unless --force)\n"
+    "  --force          with --resume=none: delete the existing checkpoints\n";
 
 static const char usage_print[] =
     "usage: cairn print JOB.cfg [--ranks N] [--set KEY=VALUE]...\n"
@@ -62,6 +72,17 @@ static const char usage_data[] =
     "\n"
     "  range   an i64 dataset (default name \"values\") holding S, S+1, ..., S+N-1\n";
 
+static const char usage_ckpt[] =
+    "usage: cairn ckpt ls DIR\n"
+    "       cairn ckpt verify FILE\n"
+    "       cairn ckpt extract DIR [--epoch E] --blob GROUP/BLOB... -o OUT.h5\n"
+    "\n"
+    "  ls       one line per checkpoint in DIR's index, newest last, tab-separated:\n"
+    "           epoch, step, file, bytes, status (ok or bad)\n"
+    "  verify   check every dataset's checksum; exit 0 if all match, 1 if not\n"
+    "  extract  copy blobs of the committed checkpoint of epoch E (default: the\n"
+    "           newest) into OUT.h5 as datasets /GROUP/BLOB, checksums verified\n";
+
 static int usage_error(const char *usage, const char *fmt, const char *arg)
 {
     fprintf(stderr, "cairn: ");
@@ -79,9 +100,10 @@ struct args {
     const char *run_dir;
     int ranks;
     bool help;
+    struct resume_opts resume;
 };
 
-enum { OPT_SET = 1000, OPT_RUN_DIR, OPT_RANKS, OPT_HELP };
+enum { OPT_SET = 1000, OPT_RUN_DIR, OPT_RANKS, OPT_HELP, OPT_RESUME, OPT_FORCE };
 
 static int parse_int(const char *s, long lo, long hi, long *out)
 {
@@ -89,6 +111,21 @@ static int parse_int(const char *s, long lo, long hi, long *out)
     long v = strtol(s, &end, 10);
     if (!*s || *end || v < lo || v > hi) return -1;
     *out = v;
+    return 0;
+}
+
+static int parse_resume(const char *s, struct resume_opts *r)
+{
+    long v;
+    if (strcmp(s, "auto") == 0) r->mode = RESUME_AUTO;
+    else if (strcmp(s, "latest") == 0) r->mode = RESUME_LATEST;
+    else if (strcmp(s, "none") == 0) r->mode = RESUME_NONE;
+    else if (parse_int(s, 0, 1L << 40, &v) == 0) {
+        r->mode = RESUME_EPOCH;
+        r->epoch = v;
+    } else {
+        return -1;
+    }
     return 0;
 }
 
@@ -101,6 +138,8 @@ static int parse_job_args(int argc, char **argv, const char *usage, bool with_ra
         {"run-dir", required_argument, NULL, OPT_RUN_DIR},
         {"ranks", required_argument, NULL, OPT_RANKS},
         {"help", no_argument, NULL, OPT_HELP},
+        {"resume", required_argument, NULL, OPT_RESUME},
+        {"force", no_argument, NULL, OPT_FORCE},
         {NULL, 0, NULL, 0},
     };
     a->sets = calloc((size_t)argc + 1, sizeof *a->sets);
@@ -122,6 +161,15 @@ static int parse_job_args(int argc, char **argv, const char *usage, bool with_ra
                 return usage_error(usage, "--ranks needs a positive integer, not '%s'", optarg);
             a->ranks = (int)v;
             break;
+        case OPT_RESUME:
+        case OPT_FORCE:
+            if (!with_run_dir) return usage_error(usage, "unknown option '%s'", argv[optind - 1]);
+            if (c == OPT_FORCE)
+                a->resume.force = true;
+            else if (parse_resume(optarg, &a->resume))
+                return usage_error(usage, "--resume takes auto, latest, none or an epoch, not '%s'",
+                                   optarg);
+            break;
         case 'h': case OPT_HELP: a->help = true; break;
         default: return usage_error(usage, "unknown option '%s'", argv[optind - 1]);
         }
@@ -133,6 +181,8 @@ static int parse_job_args(int argc, char **argv, const char *usage, bool with_ra
     if (optind >= argc) return usage_error(usage, "%s", "missing job file");
     a->job = argv[optind++];
     if (optind < argc) return usage_error(usage, "unexpected argument '%s'", argv[optind]);
+    if (a->resume.force && a->resume.mode != RESUME_NONE)
+        return usage_error(usage, "%s", "--force goes with --resume=none");
     return -1;
 }
 
@@ -288,7 +338,7 @@ static int cmd_run(int argc, char **argv)
             snprintf(run_dir, sizeof run_dir, "%s", a.run_dir);
         else
             snprintf(run_dir, sizeof run_dir, "runs/%s", job->name);
-        struct run_opts o = {.run_dir = run_dir};
+        struct run_opts o = {.run_dir = run_dir, .resume = a.resume};
         rc = runner_run(MPI_COMM_WORLD, plan, &o, &epochs);
     }
     if (rc && me == 0) {
@@ -301,6 +351,88 @@ static int cmd_run(int argc, char **argv)
     free(a.sets);
     MPI_Finalize();
     return cairn_exit_code(rc);
+}
+
+/* ---- ckpt ------------------------------------------------------------------- */
+
+static int ckpt_ls(const char *dir)
+{
+    struct ckpt_index idx = {0};
+    if (access(dir, F_OK) != 0) {
+        fprintf(stderr, "cairn: %s: no such directory\n", dir);
+        return CAIRN_EXIT_INPUT;
+    }
+    int rc = ckpt_index_read(dir, &idx);
+    if (rc) {
+        fprintf(stderr, "cairn: %s\n", cairn_errmsg());
+        return cairn_exit_code(rc);
+    }
+    for (int i = 0; i < idx.n; i++)
+        printf("%lld\t%lld\t%s\t%lld\t%s\n", (long long)idx.v[i].epoch,
+               (long long)idx.v[i].step, idx.v[i].file, (long long)idx.v[i].bytes,
+               idx.v[i].ok ? "ok" : "bad");
+    ckpt_index_free(&idx);
+    return CAIRN_EXIT_OK;
+}
+
+static int ckpt_verify(const char *file)
+{
+    int rc = ckpt_file_verify(file, stdout);
+    if (rc) {
+        printf("%s: damaged: %s\n", file, cairn_errmsg());
+        return 1;
+    }
+    printf("%s: ok\n", file);
+    return 0;
+}
+
+static int ckpt_extract(int argc, char **argv)
+{
+    static const struct option longs[] = {
+        {"epoch", required_argument, NULL, 'e'}, {"blob", required_argument, NULL, 'b'},
+        {"out", required_argument, NULL, 'o'},   {NULL, 0, NULL, 0},
+    };
+    const char **blobs = calloc((size_t)argc + 1, sizeof *blobs), *out = NULL;
+    long epoch = -1;
+    int n = 0, c, code = CAIRN_EXIT_OK;
+    if (!blobs) return CAIRN_EXIT_RUNTIME;
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "e:b:o:", longs, NULL)) != -1) {
+        if (c == 'e' && parse_int(optarg, 0, 1L << 40, &epoch) == 0) continue;
+        if (c == 'b') blobs[n++] = optarg;
+        else if (c == 'o') out = optarg;
+        else {
+            code = usage_error(usage_ckpt, "bad option '%s'", argv[optind - 1]);
+            goto done;
+        }
+    }
+    if (optind != argc - 1 || !out || n == 0) {
+        code = usage_error(usage_ckpt, "%s", "extract needs DIR, --blob and -o");
+        goto done;
+    }
+    struct ckpt_entry e;
+    char path[4400];
+    int rc = ckpt_index_locate(argv[optind], epoch, &e, path, sizeof path);
+    if (rc == 0) rc = ckpt_file_extract(path, blobs, n, out);
+    if (rc) fprintf(stderr, "cairn: %s\n", cairn_errmsg());
+    else printf("%s: %d blob%s of epoch %lld (%s)\n", out, n, n == 1 ? "" : "s", (long long)e.epoch, e.file);
+    code = cairn_exit_code(rc);
+done:
+    free(blobs);
+    return code;
+}
+
+static int cmd_ckpt(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        fputs(usage_ckpt, argc < 2 ? stderr : stdout);
+        return argc < 2 ? CAIRN_EXIT_INPUT : CAIRN_EXIT_OK;
+    }
+    if (strcmp(argv[1], "ls") == 0 && argc == 3) return ckpt_ls(argv[2]);
+    if (strcmp(argv[1], "verify") == 0 && argc == 3) return ckpt_verify(argv[2]);
+    if (strcmp(argv[1], "extract") == 0) return ckpt_extract(argc - 1, argv + 1);
+    return usage_error(usage_ckpt, "bad arguments for '%s'", argv[1]);
 }
 
 /* ---- data ------------------------------------------------------------------- */
@@ -416,6 +548,7 @@ int cairn_main(int argc, char **argv)
     if (strcmp(cmd, "check") == 0) return cmd_check(argc - 1, argv + 1);
     if (strcmp(cmd, "data") == 0) return cmd_data(argc - 1, argv + 1);
     if (strcmp(cmd, "ops") == 0) return cmd_ops(argc - 1, argv + 1);
+    if (strcmp(cmd, "ckpt") == 0) return cmd_ckpt(argc - 1, argv + 1);
     fprintf(stderr, "cairn: unknown command '%s'\n%s", cmd, usage_main);
     return CAIRN_EXIT_INPUT;
 }

@@ -283,6 +283,27 @@ static void param_ints(struct cfg *c, const config_setting_t *s, struct pval *v,
     }
 }
 
+static void param_strs(struct cfg *c, const config_setting_t *s, struct pval *v, const char *key)
+{
+    int t = config_setting_type(s);
+    bool one = t == CONFIG_TYPE_STRING;
+    if (!one && t != CONFIG_TYPE_ARRAY && t != CONFIG_TYPE_LIST) {
+        err_at(c, s, "parameter '%s' must be a string or a list of strings, not %s", key,
+               type_name(s));
+        return;
+    }
+    v->n = one ? 1 : config_setting_length(s);
+    v->strs = arena_alloc(c->a, (size_t)(v->n ? v->n : 1) * sizeof *v->strs);
+    for (int i = 0; i < v->n; i++) {
+        const config_setting_t *e = one ? s : config_setting_get_elem(s, (unsigned)i);
+        if (config_setting_type(e) != CONFIG_TYPE_STRING) {
+            err_at(c, e, "parameter '%s' must hold strings, not %s", key, type_name(e));
+            continue;
+        }
+        v->strs[i] = arena_strdup(c->a, config_setting_get_string(e));
+    }
+}
+
 static void param_value(struct cfg *c, const struct param_def *pd, const config_setting_t *s,
                         struct pval *v)
 {
@@ -322,7 +343,7 @@ static void param_value(struct cfg *c, const struct param_def *pd, const config_
         param_ints(c, s, v, key);
         return;
     case PT_STRS:
-        v->strs = get_names(c, s, &v->n, "name");
+        param_strs(c, s, v, key);
         return;
     }
     static const char *const want[] = {"an integer", "a number", "a string", "a boolean",
@@ -612,10 +633,46 @@ static void parse_stop(struct cfg *c, const config_setting_t *root)
     }
 }
 
+static const config_setting_t *section(struct cfg *c, const config_setting_t *root,
+                                      const char *key, const char *example)
+{
+    const config_setting_t *s = config_setting_get_member(root, key);
+    if (s && config_setting_type(s) != CONFIG_TYPE_GROUP) {
+        err_at(c, s, "'%s' must be a group %s, not %s", key, example, type_name(s));
+        return NULL;
+    }
+    return s;
+}
+
+static void parse_checkpoint(struct cfg *c, const config_setting_t *root)
+{
+    struct ckpt_spec *k = &c->job->ckpt;
+    k->every = 1;
+    const config_setting_t *s = section(c, root, "checkpoint", "{ dir = ...; every = N; }");
+    if (!s) return;
+    static const char *const keys[] = {"dir", "every", "keep", "on_failure", "upload", NULL};
+    check_keys(c, s, "checkpoint", keys);
+    k->dir = get_str(c, s, "dir", false, NULL);
+    k->every = get_int(c, s, "every", false, 1, 0, INT64_MAX);
+    k->keep = get_int(c, s, "keep", false, 0, 0, INT64_MAX);
+    const char *pol = get_str(c, s, "on_failure", false, "warn");
+    if (pol && strcmp(pol, "warn") && strcmp(pol, "abort"))
+        err_at(c, config_setting_get_member(s, "on_failure"),
+               "'on_failure' must be \"warn\" or \"abort\", not \"%s\"", pol);
+    k->abort_on_failure = pol && strcmp(pol, "abort") == 0;
+    const config_setting_t *up = section(c, s, "upload", "{ to = \"DIR\"; }");
+    if (up) {
+        static const char *const ukeys[] = {"to", NULL};
+        check_keys(c, up, "checkpoint.upload", ukeys);
+        k->upload_to = get_str(c, up, "to", true, NULL);
+    }
+}
+
 static void parse_root(struct cfg *c, const config_setting_t *root)
 {
     static const char *const keys[] = {"name", "seed", "groups", "init", "epoch", "epoch_end",
-                                       "steps_per_epoch", "download", "exit", "stop", NULL};
+                                       "steps_per_epoch", "download", "exit", "stop",
+                                       "checkpoint", NULL};
     struct job *j = c->job;
     check_keys(c, root, "the job", keys);
     j->name = get_name(c, root, "name", true, "job name");
@@ -624,6 +681,7 @@ static void parse_root(struct cfg *c, const config_setting_t *root)
     parse_groups(c, root);
     for (int p = 0; p < N_PHASES; p++) parse_phase(c, root, (enum phase_id)p);
     parse_stop(c, root);
+    parse_checkpoint(c, root);
     if (j->phases[PHASE_EPOCH].n > 0 && j->stop.n_blobs == 0 && j->stop.max_epochs == 0)
         err_at(c, config_setting_get_member(root, "epoch"),
                "the job has epoch tasks but no stop condition: "

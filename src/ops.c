@@ -4,6 +4,8 @@
  * called from here. */
 #include "cairn/op.h"
 
+#include "cairn/ckpt_file.h"
+#include "cairn/ckpt_index.h"
 #include "cairn/diag.h"
 #include "cairn/error.h"
 #include "cairn/exec.h"
@@ -481,6 +483,148 @@ static int read_run(struct op_call *c)
     return 0;
 }
 
+/* ---- range ------------------------------------------------------------ */
+
+enum { RANGE_SHAPE, RANGE_DTYPE, RANGE_START, RANGE_STEP, RANGE_DIST };
+static const struct param_def range_params[] = {
+    {"shape", PT_INTS, NULL, NULL, "global shape"},
+    {"dtype", PT_ENUM, "f32", "f32|f64|i32|i64", "element type"},
+    {"start", PT_FLOAT, "0", NULL, "value of the first element"},
+    {"step", PT_FLOAT, "1", NULL, "difference between consecutive elements"},
+    {"dist", PT_ENUM, "replicated", "replicated|sharded|per-rank",
+     "sharded splits dimension 0 over the group's ranks"},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
+static int range_infer(struct infer *ix)
+{
+    struct blob_type *o = &ix->out[0];
+    const struct pval *sh = PI(ix, RANGE_SHAPE);
+    o->dtype = dtype_parse(PI(ix, RANGE_DTYPE)->s);
+    o->dist = (enum dist)PI(ix, RANGE_DIST)->i;
+    if (sh->n < 1 || sh->n > CAIRN_MAX_DIMS)
+        return infer_error(ix, "shape needs 1 to %d dimensions", CAIRN_MAX_DIMS);
+    o->shape.ndim = sh->n;
+    for (int i = 0; i < sh->n; i++) {
+        if (sh->ints[i] < 0) return infer_error(ix, "shape entries must be >= 0");
+        o->shape.d[i] = sh->ints[i];
+    }
+    double a = PI(ix, RANGE_START)->f, b = PI(ix, RANGE_STEP)->f;
+    if (dtype_is_int(o->dtype) && (a != floor(a) || b != floor(b)))
+        return infer_error(ix, "start and step must be integers for dtype %s", dtype_name(o->dtype));
+    return 0;
+}
+
+/* Element with global flat index i holds start + i * step, on any layout. */
+static int range_run(struct op_call *c)
+{
+    const struct pval *sh = P(c, RANGE_SHAPE);
+    struct shape g = {.ndim = sh->n};
+    for (int i = 0; i < sh->n; i++) g.d[i] = sh->ints[i];
+    enum dist d = (enum dist)P(c, RANGE_DIST)->i;
+    struct shape s = local_shape(c->ctx, d, &g);
+    struct tensor *t = &c->out[0]->t;
+    int rc = tensor_resize(t, dtype_parse(P(c, RANGE_DTYPE)->s), &s);
+    if (rc) return rc;
+    int64_t row = shape_numel(&g) / (g.d[0] ? g.d[0] : 1), first = 0, hi;
+    if (d == DIST_SHARDED) part_range(g.d[0], c->ctx->size, c->ctx->rank, &first, &hi);
+    double a = P(c, RANGE_START)->f, b = P(c, RANGE_STEP)->f;
+    for (int64_t i = 0, n = tensor_numel(t); i < n; i++) {
+        int64_t k = first * row + i;
+        if (dtype_is_int(t->dtype))
+            tensor_set_i64(t, i, (int64_t)a + k * (int64_t)b);
+        else
+            tensor_set(t, i, a + (double)k * b);
+    }
+    return 0;
+}
+
+/* ---- ckpt_load --------------------------------------------------------- */
+
+enum { LOAD_DIR, LOAD_EPOCH, LOAD_BLOBS, LOAD_DTYPE, LOAD_DIST };
+static const struct param_def load_params[] = {
+    {"dir", PT_STR, NULL, NULL, "checkpoint directory (with its index)"},
+    {"epoch", PT_INT, "-1", NULL, "the epoch's checkpoint; -1 for the newest"},
+    {"blobs", PT_STRS, NULL, NULL, "GROUP/BLOB names in the checkpoint, one per output"},
+    {"dtype", PT_ENUM, "f32", "f32|f64|i32|i64", "element type of every output"},
+    {"dist", PT_ENUM, "replicated", "replicated|sharded", "how the outputs are held"},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
+static int load_infer(struct infer *ix)
+{
+    const struct pval *b = PI(ix, LOAD_BLOBS);
+    if (b->n != ix->op->n_out)
+        return infer_error(ix, "%d blobs named for %d outputs", b->n, ix->op->n_out);
+    for (int i = 0; i < b->n; i++) {
+        const char *slash = strchr(b->strs[i], '/');
+        if (!slash || slash == b->strs[i] || !slash[1])
+            return infer_error(ix, "blob '%s' must be written GROUP/BLOB", b->strs[i]);
+        ix->out[i] = (struct blob_type){.dtype = dtype_parse(PI(ix, LOAD_DTYPE)->s),
+                                        .shape = {.ndim = -1},
+                                        .dist = (enum dist)PI(ix, LOAD_DIST)->i};
+    }
+    return 0;
+}
+
+static int load_locate(struct op_call *c, char *path, size_t size)
+{
+    struct ckpt_entry e;
+    return ckpt_index_locate(P(c, LOAD_DIR)->s, P(c, LOAD_EPOCH)->i, &e, path, size);
+}
+
+static int load_one(struct op_call *c, const char *path, const char *name, struct tensor *t,
+                    uint64_t *mine, uint64_t *stored)
+{
+    char group[256];
+    const char *slash = strchr(name, '/');
+    snprintf(group, sizeof group, "%.*s", (int)(slash - name), name);
+    enum dist d;
+    int rc = ckpt_file_read_part(path, group, slash + 1, c->ctx->rank, c->ctx->size, t, mine,
+                                 stored, &d);
+    if (rc) return rc;
+    if (d != (enum dist)P(c, LOAD_DIST)->i)
+        return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "blob %s is %s in %s, not %s",
+                             name, dist_name(d), path, P(c, LOAD_DIST)->s);
+    if (t->dtype != dtype_parse(P(c, LOAD_DTYPE)->s))
+        return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "blob %s is %s in %s, not %s",
+                             name, dtype_name(t->dtype), path, P(c, LOAD_DTYPE)->s);
+    if (d == DIST_REPLICATED && c->ctx->rank != 0) *mine = 0; /* counted once */
+    return 0;
+}
+
+/* Check at start-up that the checkpoint and its blobs are there. */
+static int load_prepare(struct op_call *c)
+{
+    char path[4400];
+    int rc = load_locate(c, path, sizeof path);
+    for (int i = 0; rc == 0 && i < c->op->n_out; i++) {
+        struct tensor t = {0};
+        uint64_t a, b;
+        rc = load_one(c, path, P(c, LOAD_BLOBS)->strs[i], &t, &a, &b);
+        tensor_free(&t);
+    }
+    return rc;
+}
+
+static int load_run(struct op_call *c)
+{
+    int rc = 0, n = c->op->n_out;
+    char path[4400];
+    uint64_t sums[2 * 32] = {0};
+    CAIRN_CHECK(load_locate(c, path, sizeof path));
+    for (int i = 0; i < n; i++)
+        CAIRN_CHECK(load_one(c, path, P(c, LOAD_BLOBS)->strs[i], &c->out[i]->t, &sums[i],
+                             &sums[n + i]));
+    CAIRN_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, sums, n, MPI_UINT64_T, MPI_SUM, c->ctx->comm));
+    for (int i = 0; i < n; i++)
+        if (sums[i] != sums[n + i])
+            CAIRN_FAIL(CAIRN_ECORRUPT, "blob %s in %s: checksum mismatch",
+                       P(c, LOAD_BLOBS)->strs[i], path);
+cleanup:
+    return rc;
+}
+
 /* ---- sleep ------------------------------------------------------------- */
 
 enum { SLEEP_MS };
@@ -547,9 +691,16 @@ static const struct op_def op_read = {
 static const struct op_def op_sleep = {
     "sleep", "wait ms milliseconds", 0, 0, 0, 0, 0, sleep_params, sleep_infer, sleep_run, NULL};
 
+static const struct op_def op_range = {
+    "range", "start, start + step, ... over the global element order", 0, 0, 1, 1, 0,
+    range_params, range_infer, range_run, NULL};
+static const struct op_def op_ckpt_load = {
+    "ckpt_load", "outputs = blobs of a committed checkpoint", 0, 0, 1, 32, OPF_COLLECTIVE,
+    load_params, load_infer, load_run, load_prepare};
+
 static const struct op_def *const registry[] = {
     &op_fill, &op_const, &op_copy, &op_add, &op_scale, &op_axpy, &op_sum, &op_cmp,
-    &op_allreduce_sum, &op_broadcast, &op_countdown, &op_log, &op_read, &op_sleep,
+    &op_allreduce_sum, &op_broadcast, &op_countdown, &op_log, &op_read, &op_sleep, &op_range, &op_ckpt_load,
 };
 
 const struct op_def *const *op_all(int *n)

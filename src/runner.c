@@ -1,6 +1,7 @@
 /* The job runner; see include/cairn/runner.h. */
 #include "cairn/runner.h"
 
+#include "cairn/ckpt.h"
 #include "cairn/coll.h"
 #include "cairn/error.h"
 #include "cairn/exec.h"
@@ -149,28 +150,26 @@ cleanup:
     return rc;
 }
 
-/* After epoch e: true if a stop blob holds or max_epochs is reached. */
-static int should_stop(struct runtime *rt, int64_t e, bool *stop)
+/* After epoch e: does a stop blob hold (*by_blob), or is max_epochs reached? */
+static int should_stop(struct runtime *rt, int64_t e, bool *by_blob, bool *by_max)
 {
     int rc = 0;
     const struct plan *p = rt->plan;
     int *flags = calloc((size_t)p->n_stops + 1, sizeof *flags);
     CAIRN_CHECK_ALLOC(flags);
     CAIRN_CHECK(stop_flags(rt, flags));
-    *stop = false;
+    *by_blob = false;
     for (int i = 0; i < p->n_stops; i++) {
         if (!flags[i]) continue;
         const struct group *g = &p->groups[p->stops[i].group];
         if (is_root(rt))
             runlog_line(rt->log, "stopping after epoch %lld: %s/%s is true", (long long)e,
                         g->name, g->blobs[p->stops[i].blob].name);
-        *stop = true;
+        *by_blob = true;
     }
-    if (!*stop && p->job->stop.max_epochs && e >= p->job->stop.max_epochs) {
-        if (is_root(rt))
-            runlog_line(rt->log, "stopping after epoch %lld: max_epochs reached", (long long)e);
-        *stop = true;
-    }
+    *by_max = p->job->stop.max_epochs && e >= p->job->stop.max_epochs;
+    if (!*by_blob && *by_max && is_root(rt))
+        runlog_line(rt->log, "stopping after epoch %lld: max_epochs reached", (long long)e);
 cleanup:
     free(flags);
     return rc;
@@ -188,18 +187,24 @@ static int run_epoch(struct runtime *rt, int64_t e)
     return 0;
 }
 
-static int run_epochs(struct runtime *rt, int64_t *epochs)
+/* Epochs from the one after m->epoch until a stop condition holds,
+ * checkpointing every checkpoint.every epochs and after the last.  A
+ * checkpoint records whether a stop blob held (m->done); max_epochs is
+ * looked at afresh, so a resume with a larger max_epochs trains on. */
+static int run_epochs(struct runtime *rt, struct ckpt_meta *m)
 {
     int rc = 0;
-    *epochs = 0;
-    if (rt->plan->phases[PHASE_EPOCH].n == 0 && rt->plan->phases[PHASE_EPOCH_END].n == 0)
-        return 0;
-    for (int64_t e = 1;; e++) {
+    const struct job *j = rt->plan->job;
+    bool none = rt->plan->phases[PHASE_EPOCH].n == 0 && rt->plan->phases[PHASE_EPOCH_END].n == 0;
+    if (none || m->done || (j->stop.max_epochs && m->epoch >= j->stop.max_epochs)) return 0;
+    for (bool stop = false; !stop;) {
+        int64_t e = m->epoch + 1;
         double t0 = now();
         CAIRN_CHECK(run_epoch(rt, e));
-        bool stop = false;
-        CAIRN_CHECK(should_stop(rt, e, &stop));
-        *epochs = e;
+        bool by_blob = false, by_max = false;
+        CAIRN_CHECK(should_stop(rt, e, &by_blob, &by_max));
+        stop = by_blob || by_max;
+        *m = (struct ckpt_meta){.epoch = e, .step = 0, .done = by_blob};
         double dt = now() - t0;
         if (is_root(rt)) {
             char fields[64];
@@ -207,10 +212,30 @@ static int run_epochs(struct runtime *rt, int64_t *epochs)
             snprintf(fields, sizeof fields, "\"seconds\":%.6f", dt);
             runlog_metric(rt->log, "epoch", e, rt->step, fields);
         }
-        if (stop) break;
+        if (stop || e % ckpt_every(rt->ckpt) == 0) CAIRN_CHECK(ckpt_save(rt->ckpt, m));
     }
 cleanup:
     rt->step = 0;
+    return rc;
+}
+
+/* Load the checkpoint to resume from, or run init and checkpoint epoch 0. */
+static int start(struct runtime *rt, struct ckpt_meta *m)
+{
+    int rc = 0;
+    bool resumed = false;
+    *m = (struct ckpt_meta){0};
+    CAIRN_CHECK(ckpt_resume(rt->ckpt, m, &resumed));
+    if (resumed) {
+        rt->epoch = m->epoch;
+        if (is_root(rt))
+            runlog_line(rt->log, "resuming after epoch %lld%s (init skipped)", (long long)m->epoch,
+                        m->done ? ", after which a stop blob held" : "");
+        return 0;
+    }
+    CAIRN_CHECK(run_phase(rt, PHASE_INIT));
+    CAIRN_CHECK(ckpt_save(rt->ckpt, m));
+cleanup:
     return rc;
 }
 
@@ -231,12 +256,14 @@ static int setup(MPI_Comm world, const struct plan *p, const struct run_opts *o,
     rc = workspace_create(rt->layout->gid >= 0 ? &p->groups[rt->layout->gid] : NULL, &rt->ws);
     if (rc == 0) rc = reader_cache_create(&rt->readers);
     CAIRN_CHECK(coll_agree(world, rc));
+    CAIRN_CHECK(ckpt_open(rt, &p->job->ckpt, &o->resume, &rt->ckpt));
 cleanup:
     return rc;
 }
 
 static void teardown(struct runtime *rt)
 {
+    ckpt_close(&rt->ckpt);
     reader_cache_destroy(&rt->readers);
     workspace_destroy(&rt->ws);
     runlog_close(&rt->log);
@@ -247,22 +274,27 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
 {
     int rc = 0;
     struct runtime rt = {0};
+    struct ckpt_meta m = {0};
     double t0 = now();
     *epochs = 0;
     CAIRN_CHECK(setup(world, p, o, &rt));
     if (is_root(&rt)) log_start(&rt);
     CAIRN_CHECK(prepare_ops(&rt));
-    CAIRN_CHECK(run_phase(&rt, PHASE_INIT));
-    CAIRN_CHECK(run_epochs(&rt, epochs));
+    CAIRN_CHECK(start(&rt, &m));
+    int64_t first = m.epoch;
+    CAIRN_CHECK(run_epochs(&rt, &m));
+    CAIRN_CHECK(ckpt_upload(rt.ckpt));
     CAIRN_CHECK(run_phase(&rt, PHASE_DOWNLOAD));
     CAIRN_CHECK(run_phase(&rt, PHASE_EXIT));
+    *epochs = m.epoch;
     if (is_root(&rt)) {
-        char fields[96];
-        runlog_line(rt.log, "job %s finished: %lld epoch%s run in %.3f s", p->job->name,
-                    (long long)*epochs, *epochs == 1 ? "" : "s", now() - t0);
-        snprintf(fields, sizeof fields, "\"epochs\":%lld,\"seconds\":%.6f", (long long)*epochs,
-                 now() - t0);
-        runlog_metric(rt.log, "done", *epochs, 0, fields);
+        char fields[128];
+        runlog_line(rt.log, "job %s finished: %lld epoch%s run (%lld in this run) in %.3f s",
+                    p->job->name, (long long)m.epoch, m.epoch == 1 ? "" : "s",
+                    (long long)(m.epoch - first), now() - t0);
+        snprintf(fields, sizeof fields, "\"epochs\":%lld,\"this_run\":%lld,\"seconds\":%.6f",
+                 (long long)m.epoch, (long long)(m.epoch - first), now() - t0);
+        runlog_metric(rt.log, "done", m.epoch, 0, fields);
     }
 cleanup:
     teardown(&rt);

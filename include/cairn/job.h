@@ -87,6 +87,14 @@ struct stop_spec {
     int line;
 };
 
+struct ckpt_spec {
+    const char *dir;       /* NULL: RUN_DIR/ckpt */
+    int64_t every;         /* epochs between checkpoints; 0: never */
+    int64_t keep;          /* newest committed checkpoints kept; 0: all */
+    bool abort_on_failure; /* on_failure = "abort" */
+    const char *upload_to; /* NULL: no upload */
+};
+
 struct job {
     struct arena *arena;
     const char *file; /* the job file as given */
@@ -97,6 +105,7 @@ struct job {
     struct phase phases[N_PHASES];
     int64_t steps_per_epoch;
     struct stop_spec stop;
+    struct ckpt_spec ckpt;
 };
 
 void job_destroy(struct job **job);

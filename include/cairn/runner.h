@@ -3,17 +3,22 @@
 #ifndef CAIRN_RUNNER_H
 #define CAIRN_RUNNER_H
 
+#include "cairn/ckpt.h"
+
 #include <mpi.h>
 #include <stdint.h>
 
 struct plan;
 
 struct run_opts {
-    const char *run_dir; /* created if missing; holds the log and metrics */
+    const char *run_dir; /* created if missing; holds the log, metrics and checkpoints */
+    struct resume_opts resume;
 };
 
-/* Run the analyzed plan.  Collective on world, whose size must be the
- * plan's nranks.  Returns 0 with *epochs = the number of epochs run, or an
+/* Run the analyzed plan: resume from a checkpoint or run init, then the
+ * epochs (checkpointing as the job says), upload, download and exit.
+ * Collective on world, whose size must be the plan's nranks.  Returns 0
+ * with *epochs = the number of epochs the job has run in all, or an
  * error every rank agrees on (its message is the current error message;
  * the caller's rank 0 reports it).  Failures of single ops abort the job
  * (see exec.h). */

@@ -13,6 +13,7 @@ struct layout;
 struct workspace;
 struct runlog;
 struct reader_cache;
+struct ckpt_mgr;
 
 struct runtime {
     const struct plan *plan;
@@ -20,6 +21,7 @@ struct runtime {
     struct workspace *ws;
     struct runlog *log;
     struct reader_cache *readers;
+    struct ckpt_mgr *ckpt;
     const char *run_dir;
     enum phase_id phase;
     int64_t epoch; /* the epoch running (1-based), or the last one run */

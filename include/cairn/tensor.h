@@ -16,7 +16,8 @@ enum dtype dtype_parse(const char *s);              /* DT_NONE if unknown */
 size_t dtype_size(enum dtype t);
 bool dtype_is_int(enum dtype t);
 
-/* A shape; in static analysis a dimension may be -1 (known only at run time). */
+/* A shape; in static analysis a dimension may be -1 (known only at run
+ * time), and ndim may be -1 (even the number of dimensions is unknown). */
 struct shape {
     int ndim;
     int64_t d[CAIRN_MAX_DIMS];
@@ -34,7 +35,8 @@ struct tensor {
     enum dtype dtype;
     struct shape shape;
     void *data;
-    size_t cap; /* bytes allocated */
+    size_t cap;  /* bytes allocated */
+    bool mapped; /* large: its own huge-page mapping (see tensor.c) */
 };
 
 /* Give t this dtype and shape, reusing its storage when large enough.

@@ -1,0 +1,66 @@
+/* The checkpoint manager: when to checkpoint, the commit protocol, resume
+ * with fallback, retention and upload.  All functions are collective on
+ * the job's world and return the same result on every rank.
+ *
+ * Commit protocol (after SCR): every rank writes its part of DIR/NAME.tmp;
+ * the ranks agree that all succeeded; only then rank 0 fsyncs the file,
+ * renames it to DIR/NAME, fsyncs DIR, and adds NAME to DIR/index (itself
+ * replaced atomically).  Only checkpoints in the index are ever loaded, so
+ * a crash at any instant leaves the previous committed checkpoint as the
+ * newest loadable one.  A checkpoint that fails to load is marked bad in
+ * the index and the resume falls back to the newest older one that loads.
+ * Fault points (CAIRN_FAULT=kill:POINT:RANK[:EPOCH]): write (between
+ * datasets, any rank), before_rename, after_rename, index_tmp, after_index
+ * (rank 0). */
+#ifndef CAIRN_CKPT_H
+#define CAIRN_CKPT_H
+
+#include "cairn/ckpt_file.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct runtime;
+struct ckpt_spec;
+
+enum resume_mode {
+    RESUME_AUTO,   /* the newest committed checkpoint if there is one, else fresh */
+    RESUME_LATEST, /* the newest committed checkpoint; none is an error */
+    RESUME_NONE,   /* fresh; refuse a directory holding checkpoints unless forced */
+    RESUME_EPOCH   /* the checkpoint of one epoch */
+};
+
+struct resume_opts {
+    enum resume_mode mode;
+    int64_t epoch; /* RESUME_EPOCH */
+    bool force;    /* RESUME_NONE: delete existing checkpoints */
+};
+
+struct ckpt_mgr;
+
+/* Resolve the directory (spec->dir, else RUN_DIR/ckpt) and apply
+ * RESUME_NONE's rule.  Errors: CAIRN_EINPUT (refused), CAIRN_EIO. */
+int ckpt_open(struct runtime *rt, const struct ckpt_spec *spec, const struct resume_opts *ro,
+              struct ckpt_mgr **out);
+void ckpt_close(struct ckpt_mgr **c);
+
+/* Load the checkpoint the resume mode asks for into rt's blobs.
+ * *resumed is false when the job starts fresh.  Errors: CAIRN_ENOCKPT (no
+ * such checkpoint), CAIRN_EINPUT (of other settings or layout: refused,
+ * nothing changed), CAIRN_ECORRUPT (the requested epoch is damaged). */
+int ckpt_resume(struct ckpt_mgr *c, struct ckpt_meta *m, bool *resumed);
+
+/* Checkpoint now if checkpointing is on.  A failure is a warning and 0
+ * (on_failure = "warn") or an error (on_failure = "abort"); either way no
+ * committed checkpoint is touched. */
+int ckpt_save(struct ckpt_mgr *c, const struct ckpt_meta *m);
+
+/* Copy the newest committed checkpoint to upload.to, if set. */
+int ckpt_upload(struct ckpt_mgr *c);
+
+bool ckpt_enabled(const struct ckpt_mgr *c);
+int64_t ckpt_every(const struct ckpt_mgr *c);
+double ckpt_longest_save(const struct ckpt_mgr *c); /* seconds, 0 before the first */
+const char *ckpt_dir(const struct ckpt_mgr *c);
+
+#endif

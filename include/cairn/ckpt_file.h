@@ -1,0 +1,82 @@
+/* One checkpoint file: the job's persistent state in plain HDF5.
+ *
+ * Layout (documented in cairn-job(5)):
+ *   /                      attributes format_version, job_name, digest,
+ *                          settings, epoch, step, done, seed, world_size,
+ *                          layout, wall_time, unix_time, cairn_version,
+ *                          checksum_alg
+ *   /groups/GROUP          attributes ranks, first_rank
+ *   /groups/GROUP/BLOB     one dataset per blob init created, with
+ *                          attributes dist and checksum:
+ *                            replicated  the value, written by group rank 0
+ *                            sharded     the global tensor; each rank writes
+ *                                        its block of rows
+ *                            per-rank    [ranks, ...]: row r is rank r's
+ *
+ * Writes are collective over the job's world (MPI-IO, collective
+ * transfers); reads are by hyperslab, each rank reading what it owns under
+ * the current layout.  Every dataset carries a cairn-poly64 checksum that
+ * is verified on every read. */
+#ifndef CAIRN_CKPT_FILE_H
+#define CAIRN_CKPT_FILE_H
+
+#include "cairn/op.h"
+#include "cairn/tensor.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define CAIRN_CKPT_FORMAT 1
+
+struct runtime;
+struct plan;
+struct strbuf;
+
+/* The runner's own state. */
+struct ckpt_meta {
+    int64_t epoch; /* epochs completed */
+    int64_t step;  /* steps completed in the next epoch (0 at an epoch boundary) */
+    int done;      /* a stop blob held after this epoch: a resume goes to download */
+};
+
+/* This rank's part of one save or load. */
+struct ckpt_io {
+    double seconds;
+    uint64_t bytes;
+};
+
+/* The state-defining settings of a plan, one "key=value" per line: the
+ * seed and every persistent blob's type, shape and distribution. */
+int ckpt_settings(const struct plan *p, struct strbuf *out);
+
+/* Write rt's persistent blobs to path.  Collective on the world; returns
+ * the same result on every rank.  Fault point "write" (see fault.h) falls
+ * between datasets. */
+int ckpt_file_write(struct runtime *rt, const char *path, const struct ckpt_meta *m,
+                    struct ckpt_io *io);
+
+/* Load rt's persistent blobs from path, verifying every checksum.
+ * Collective on the world; the same result on every rank:
+ * CAIRN_EINPUT if the checkpoint is of other settings or cannot be laid out
+ * on these ranks (the message says why), CAIRN_ECORRUPT if it is damaged. */
+int ckpt_file_read(struct runtime *rt, const char *path, struct ckpt_meta *m, struct ckpt_io *io);
+
+/* Serial: check every dataset's checksum, one line per dataset to out.
+ * Returns 0, or CAIRN_ECORRUPT naming the first bad dataset. */
+int ckpt_file_verify(const char *path, FILE *out);
+
+/* Serial: copy blobs ("group/blob") of a checkpoint, verified, into a new
+ * file out (datasets /group/blob with their attributes). */
+int ckpt_file_extract(const char *path, const char *const *blobs, int n, const char *out);
+
+/* Serial, thread-safe: rank `rank` of `size`'s part of one blob of a
+ * checkpoint (its balanced block of rows if the blob is sharded, all of it
+ * if replicated) into t, with the partial checksum of what was read and the
+ * stored checksum of the whole, for the caller to verify.  *dist receives
+ * the blob's distribution.  Errors: CAIRN_EINPUT (no such blob, or a
+ * per-rank one), CAIRN_ECORRUPT. */
+int ckpt_file_read_part(const char *path, const char *group, const char *blob, int rank,
+                        int size, struct tensor *t, uint64_t *partial, uint64_t *stored,
+                        enum dist *dist);
+
+#endif

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Checkpoint throughput: a 1 GiB sharded state over 4 ranks, saved and
+# loaded by cairn, against raw sequential I/O of the same bytes to the same
+# directory in the same run: dd conv=fdatasync for writes, dd for reads.
+# Reads start cold (pages dropped with posix_fadvise) on both sides.
+# Prints the figures and the ratios (target: >= 0.8 for both).
+set -eu
+cd "$(dirname "$0")/../.."
+root=$PWD
+cairn=$root/build/cairn
+dir=${BENCH_DIR:-$root/build/bench/ckpt}
+rows=${BENCH_ROWS:-131072} # x 1024 f64 = 1 GiB
+rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
+[ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
+bytes=$((rows * 1024 * 8))
+
+cat >bench.cfg <<CFG
+name = "bench_ckpt";
+groups = ( { name = "state"; ranks = 4; } );
+init = ( { group = "state"; steps = (
+    { op = "fill"; out = "w"; shape = [$rows, 1024]; dtype = "f64"; value = 1.5; dist = "sharded"; }
+  ); } );
+epoch = ( { group = "state"; steps = ( { op = "scale"; in = "w"; out = "w"; factor = 2.0; } ); } );
+stop = { max_epochs = 1; };
+CFG
+
+drop() { /usr/bin/python3 -c '
+import os, sys
+for p in sys.argv[1:]:
+    fd = os.open(p, os.O_RDONLY); os.fsync(fd); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)' "$@"; }
+secs() { /usr/bin/python3 -c 'import sys, re; m = re.search(r"copied, ([0-9.]+) s", open(sys.argv[1]).read()); print(m.group(1))' "$1"; }
+metric() { /usr/bin/python3 -c '
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if json.loads(l)["kind"] == sys.argv[2]]
+print(min(r["seconds"] for r in rows))' "$@"; }
+
+# The disk is shared and noisy: raw and cairn take turns, three rounds, and
+# each figure is the best of its rounds.
+best() { printf '%s\n' "$@" | sort -g | head -n 1; }
+raw_w=() raw_r=()
+for i in 1 2 3; do
+    dd if=/dev/zero of=raw.bin bs=16M count=$((bytes / 16777216)) conv=fdatasync 2>raw_w.txt
+    raw_w+=("$(secs raw_w.txt)")
+    drop raw.bin
+    dd if=raw.bin of=/dev/null bs=16M 2>raw_r.txt
+    raw_r+=("$(secs raw_r.txt)")
+    rm raw.bin
+    # cairn: a fresh run saves after init and after epoch 1; a resume of
+    # epoch 1 then only loads it, cold
+    mpirun -np 4 "$cairn" run bench.cfg --run-dir run --resume=none --force >save.log
+    drop run/ckpt/*.h5
+    mpirun -np 4 "$cairn" run bench.cfg --run-dir run --resume=1 >load.log
+done
+raw_w=$(best "${raw_w[@]}")
+raw_r=$(best "${raw_r[@]}")
+save=$(metric run/metrics.jsonl ckpt_save)
+load=$(metric run/metrics.jsonl ckpt_load)
+grep "checkpoint saved: epoch 1" save.log | sed 's/.*cairn: //'
+grep "checkpoint loaded" load.log | sed 's/.*cairn: //'
+
+/usr/bin/python3 - "$bytes" "$raw_w" "$raw_r" "$save" "$load" <<'PY'
+import sys
+b, rw, rr, cw, cr = int(sys.argv[1]), *map(float, sys.argv[2:])
+gb = b / 1e9
+print(f"state {b / 2**30:.2f} GiB over 4 ranks")
+print(f"{'':8}{'raw GB/s':>10}{'cairn GB/s':>12}{'ratio':>8}")
+print(f"{'write':8}{gb / rw:10.3f}{gb / cw:12.3f}{rw / cw:8.2f}")
+print(f"{'read':8}{gb / rr:10.3f}{gb / cr:12.3f}{rr / cr:8.2f}")
+PY

@@ -1,0 +1,51 @@
+# Retention (keep), upload, and loading blobs of a checkpoint into a job.
+. "$(dirname "$0")/../lib.sh"
+enter
+"$CAIRN" data range --out counter.h5 --count 10
+
+# keep = 2: only the two newest stay, in the index and on disk
+mpi keep 1 run "$JOBS/counter.cfg" --run-dir k --set checkpoint.keep=2
+expect_rc keep/exit keep 0
+expect_eq keep/index "$("$CAIRN" ckpt ls k/ckpt | cut -f1 | xargs)" "3 4"
+expect_eq keep/files "$(ls k/ckpt | xargs)" "ckpt-e000003.h5 ckpt-e000004.h5 index"
+# never delete the checkpoint resumed from: resume from 1 with keep = 1
+mpi kbase 1 run "$JOBS/counter.cfg" --run-dir k1 --set stop.max_epochs=1
+mpi k1 1 run "$JOBS/counter.cfg" --run-dir k1 --set checkpoint.keep=1
+expect_eq keep/resumed-from-kept "$("$CAIRN" ckpt ls k1/ckpt | cut -f1 | xargs)" "1 4"
+
+# upload: the final checkpoint and its index entry reach the other directory
+mpi up 2 run "$JOBS/counter.cfg" --run-dir u --set groups.0.ranks=2 --set checkpoint.upload.to=pfs/counter
+expect_rc upload/exit up 0
+expect_grep upload/logged up.out "uploaded ckpt-e000004.h5 \(epoch 4, [0-9.]+ kB\) to pfs/counter"
+expect_eq upload/index "$("$CAIRN" ckpt ls pfs/counter | cut -f1,3,5 | xargs)" "4 ckpt-e000004.h5 ok"
+cmp -s u/ckpt/ckpt-e000004.h5 pfs/counter/ckpt-e000004.h5 && pass upload/identical || fail upload/identical "copies differ"
+# it happens before download
+n_up=$(grep -n "uploaded" up.out | cut -d: -f1)
+n_dl=$(grep -n "download done" up.out | cut -d: -f1)
+[ "$n_up" -lt "$n_dl" ] && pass upload/before-download || fail upload/before-download "upload at line $n_up, download at $n_dl"
+
+# ckpt_load: blobs of a chosen epoch into another job, on another layout
+mpi src 3 run "$JOBS/sharded.cfg" --run-dir src --set stop.max_epochs=2
+cat >load.cfg <<'CFG'
+name = "load";
+groups = ( { name = "eval"; ranks = 2; } );
+init = ( { group = "eval"; steps = (
+    { op = "ckpt_load"; out = ["w", "n"]; dir = "src/ckpt"; epoch = 1;
+      blobs = ["store/w", "store/n"]; dtype = "f64"; dist = "sharded"; }
+  ); } );
+download = ( { group = "eval"; steps = (
+    { op = "sum"; in = "w"; out = "s" }, { op = "allreduce_sum"; in = "s"; out = "s"; },
+    { op = "log"; in = "s"; } ); } );
+CFG
+mpi load 2 run load.cfg --run-dir load
+expect_rc ckpt_load/mismatch-exit load 2
+expect_grep ckpt_load/mismatch-named load.err "load.cfg:4: op 'ckpt_load': blob store/n is replicated in src/ckpt/ckpt-e000001.h5, not sharded"
+sed -i 's/out = \["w", "n"\]/out = ["w"]/; s/blobs = \["store\/w", "store\/n"\]/blobs = ["store\/w"]/' load.cfg
+mpi load2 2 run load.cfg --run-dir load2
+expect_rc ckpt_load/exit load2 0
+# epoch 1: w = 2 * (0..35) + 1 summed = 2 * 630 + 36
+expect_eq ckpt_load/value "$(metric load2/metrics.jsonl log s)" 1296
+sed -i 's/epoch = 1;/epoch = 5;/' load.cfg
+mpi load5 2 run load.cfg --run-dir load5
+expect_rc ckpt_load/no-such-epoch load5 2
+expect_grep ckpt_load/no-such-message load5.err "no such checkpoint: epoch 5 in src/ckpt \(committed: 0 1 2\)"

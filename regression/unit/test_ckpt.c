@@ -1,0 +1,142 @@
+/* Checkpoint building blocks: the checksum and the index file. */
+#include "unit.h"
+
+#include "cairn/checksum.h"
+#include "cairn/ckpt_index.h"
+#include "cairn/partition.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void checksum_splits_add_up(void **state)
+{
+    (void)state;
+    double v[1000];
+    float w[999];
+    for (int i = 0; i < 1000; i++) v[i] = i * 0.37 - 5;
+    for (int i = 0; i < 999; i++) w[i] = (float)(i * 1.5);
+    uint64_t whole = checksum_part(v, 8, 1000, 0), whole4 = checksum_part(w, 4, 999, 0);
+    for (int parts = 1; parts <= 7; parts++) {
+        uint64_t sum = 0, sum4 = 0;
+        for (int p = 0; p < parts; p++) {
+            int64_t lo, hi;
+            part_range(1000, parts, p, &lo, &hi);
+            sum += checksum_part(v + lo, 8, hi - lo, lo);
+            part_range(999, parts, p, &lo, &hi);
+            sum4 += checksum_part(w + lo, 4, hi - lo, lo);
+        }
+        assert_true(sum == whole);
+        assert_true(sum4 == whole4);
+    }
+}
+
+static void checksum_sees_changes(void **state)
+{
+    (void)state;
+    int64_t v[64] = {0};
+    uint64_t zero = checksum_part(v, 8, 64, 0);
+    for (int i = 0; i < 64; i++) {
+        for (int bit = 0; bit < 64; bit += 7) {
+            v[i] ^= (int64_t)1 << bit;
+            assert_true(checksum_part(v, 8, 64, 0) != zero); /* any single flip */
+            v[i] ^= (int64_t)1 << bit;
+        }
+    }
+    v[3] = 5; /* swapped elements */
+    uint64_t a = checksum_part(v, 8, 64, 0);
+    v[3] = 0;
+    v[4] = 5;
+    assert_true(checksum_part(v, 8, 64, 0) != a);
+    char h1[17], h2[17];
+    checksum_text("seed=1\n", h1);
+    checksum_text("seed=2\n", h2);
+    assert_int_equal(strlen(h1), 16);
+    assert_string_not_equal(h1, h2);
+}
+
+static char dir[] = "/tmp/cairn-unit-XXXXXX";
+
+static void index_round_trip(void **state)
+{
+    (void)state;
+    struct ckpt_index idx = {0}, back = {0};
+    assert_int_equal(ckpt_index_read(dir, &idx), 0); /* missing: empty */
+    assert_int_equal(idx.n, 0);
+    struct ckpt_entry e = {.epoch = 2, .step = 0, .bytes = 10, .ok = true};
+    ckpt_file_name(2, 0, e.file, sizeof e.file);
+    assert_string_equal(e.file, "ckpt-e000002.h5");
+    assert_int_equal(ckpt_index_put(&idx, &e), 0);
+    e.epoch = 1;
+    ckpt_file_name(1, 7, e.file, sizeof e.file);
+    assert_string_equal(e.file, "ckpt-e000001-s000007.h5");
+    e.step = 7;
+    assert_int_equal(ckpt_index_put(&idx, &e), 0); /* sorted in */
+    e.epoch = 2;
+    e.step = 0;
+    e.ok = false;
+    ckpt_file_name(2, 0, e.file, sizeof e.file);
+    assert_int_equal(ckpt_index_put(&idx, &e), 0); /* replaces (2, 0) */
+    assert_int_equal(idx.n, 2);
+    assert_true(idx.v[0].epoch == 1 && idx.v[1].epoch == 2);
+    assert_int_equal(ckpt_index_newest_ok(&idx, idx.n), 0);
+    assert_int_equal(ckpt_index_write_tmp(dir, &idx), 0);
+    assert_int_equal(ckpt_index_read(dir, &back), 0); /* not committed yet */
+    assert_int_equal(back.n, 0);
+    assert_int_equal(ckpt_index_commit_tmp(dir), 0);
+    assert_int_equal(ckpt_index_read(dir, &back), 0);
+    assert_int_equal(back.n, 2);
+    assert_false(back.v[1].ok);
+    assert_true(back.v[0].step == 7 && back.v[0].bytes == 10);
+    struct ckpt_entry found;
+    char path[512];
+    assert_int_equal(ckpt_index_locate(dir, 2, &found, path, sizeof path), CAIRN_ENOCKPT);
+    assert_non_null(strstr(cairn_errmsg(), "no such checkpoint: epoch 2"));
+    ckpt_index_remove(&back, 0);
+    assert_int_equal(back.n, 1);
+    ckpt_index_free(&idx);
+    ckpt_index_free(&back);
+}
+
+static void index_rejects_garbage(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/index", dir);
+    FILE *f = fopen(path, "w");
+    fputs("# cairn checkpoint index v1\n0\t0\tckpt-e000000.h5\t5\tok\nnonsense here\n", f);
+    fclose(f);
+    struct ckpt_index idx = {0};
+    assert_int_equal(ckpt_index_read(dir, &idx), CAIRN_EINPUT);
+    assert_non_null(strstr(cairn_errmsg(), "/index:3: malformed checkpoint index line"));
+    f = fopen(path, "w");
+    fputs("0\t0\t../escape.h5\t5\tok\n", f); /* entries stay inside the directory */
+    fclose(f);
+    assert_int_equal(ckpt_index_read(dir, &idx), CAIRN_EINPUT);
+    unlink(path);
+}
+
+static int make_dir(void **state)
+{
+    (void)state;
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int remove_dir(void **state)
+{
+    (void)state;
+    char path[600];
+    snprintf(path, sizeof path, "%s/index", dir);
+    unlink(path);
+    return rmdir(dir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(checksum_splits_add_up),
+        cmocka_unit_test(checksum_sees_changes),
+        cmocka_unit_test(index_round_trip),
+        cmocka_unit_test(index_rejects_garbage),
+    };
+    return cmocka_run_group_tests(tests, make_dir, remove_dir);
+}

@@ -1,0 +1,490 @@
+/* The checkpoint manager; see include/cairn/ckpt.h. */
+#include "cairn/ckpt.h"
+
+#include "cairn/ckpt_index.h"
+#include "cairn/coll.h"
+#include "cairn/error.h"
+#include "cairn/fault.h"
+#include "cairn/fsx.h"
+#include "cairn/job.h"
+#include "cairn/layout.h"
+#include "cairn/runlog.h"
+#include "cairn/runtime.h"
+#include "cairn/strbuf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct ckpt_mgr {
+    struct runtime *rt;
+    const struct ckpt_spec *spec;
+    struct resume_opts ro;
+    char dir[4096];
+    int64_t keep_epoch, keep_step; /* the checkpoint resumed from: never deleted */
+    double longest;
+};
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static bool is_root(const struct ckpt_mgr *c) { return c->rt->layout->rank == 0; }
+static MPI_Comm world(const struct ckpt_mgr *c) { return c->rt->layout->world; }
+
+bool ckpt_enabled(const struct ckpt_mgr *c) { return c && c->spec->every > 0; }
+int64_t ckpt_every(const struct ckpt_mgr *c) { return c->spec->every; }
+double ckpt_longest_save(const struct ckpt_mgr *c) { return c->longest; }
+const char *ckpt_dir(const struct ckpt_mgr *c) { return c->dir; }
+
+static void fault(const struct ckpt_mgr *c, const char *point, int64_t epoch)
+{
+    fault_point(&c->rt->fault, c->rt->layout->rank, point, epoch);
+}
+
+/* ---- statistics ----------------------------------------------------------- */
+
+static const char *human(double bytes, char *buf, size_t size)
+{
+    if (bytes >= 1e9) snprintf(buf, size, "%.2f GB", bytes / 1e9);
+    else if (bytes >= 1e6) snprintf(buf, size, "%.1f MB", bytes / 1e6);
+    else snprintf(buf, size, "%.1f kB", bytes / 1e3);
+    return buf;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Bytes, wall time, GB/s and the per-rank spread of one save or load; the
+ * slowest rank is the one the others waited for. */
+static int report_io(struct ckpt_mgr *c, const char *what, const char *file,
+                     const struct ckpt_meta *m, const struct ckpt_io *io, double seconds)
+{
+    int rc = 0, size = c->rt->layout->size;
+    double *t = is_root(c) ? malloc((size_t)size * 2 * sizeof *t) : NULL;
+    uint64_t bytes = 0;
+    if (is_root(c)) CAIRN_CHECK_ALLOC(t);
+    CAIRN_CHECK(coll_gather_double(world(c), io->seconds, t));
+    CAIRN_CHECK_MPI(MPI_Reduce(&io->bytes, &bytes, 1, MPI_UINT64_T, MPI_SUM, 0, world(c)));
+    if (!is_root(c)) goto cleanup;
+    int slowest = 0;
+    for (int i = 0; i < size; i++) {
+        t[size + i] = t[i];
+        if (t[i] > t[slowest]) slowest = i;
+    }
+    qsort(t + size, (size_t)size, sizeof *t, by_value);
+    double gbps = seconds > 0 ? (double)bytes / 1e9 / seconds : 0;
+    char hb[32];
+    runlog_line(c->rt->log,
+                "checkpoint %s: epoch %lld step %lld (%s): %s in %.3f s = %.3f GB/s; "
+                "per rank %.3f/%.3f/%.3f s (min/median/max), slowest rank %d",
+                what, (long long)m->epoch, (long long)m->step, file, human((double)bytes, hb, sizeof hb),
+                seconds, gbps, t[size], t[size + size / 2], t[2 * size - 1], slowest);
+    char fields[512];
+    snprintf(fields, sizeof fields,
+             "\"file\":\"%s\",\"bytes\":%llu,\"seconds\":%.6f,\"gbps\":%.6f,\"rank_min\":%.6f,"
+             "\"rank_median\":%.6f,\"rank_max\":%.6f,\"slowest_rank\":%d",
+             file, (unsigned long long)bytes, seconds, gbps, t[size], t[size + size / 2],
+             t[2 * size - 1], slowest);
+    runlog_metric(c->rt->log, strcmp(what, "saved") == 0 ? "ckpt_save" : "ckpt_load", m->epoch,
+                  m->step, fields);
+cleanup:
+    free(t);
+    return rc;
+}
+
+/* ---- opening ----------------------------------------------------------------- */
+
+/* Rank 0: delete the checkpoints an index lists, then the index. */
+static int clear_dir(const char *dir, const struct ckpt_index *idx)
+{
+    int rc = 0;
+    char path[4400];
+    for (int i = 0; i < idx->n; i++) {
+        CAIRN_CHECK(fsx_join(path, sizeof path, dir, idx->v[i].file));
+        if (unlink(path) && errno != ENOENT) CAIRN_FAIL(CAIRN_EIO, "cannot delete %s", path);
+    }
+    CAIRN_CHECK(fsx_join(path, sizeof path, dir, "index"));
+    if (unlink(path) && errno != ENOENT) CAIRN_FAIL(CAIRN_EIO, "cannot delete %s", path);
+cleanup:
+    return rc;
+}
+
+static int check_fresh(struct ckpt_mgr *c)
+{
+    int rc = 0;
+    struct ckpt_index idx = {0};
+    CAIRN_CHECK(ckpt_index_read(c->dir, &idx));
+    if (idx.n == 0) goto cleanup;
+    if (!c->ro.force)
+        CAIRN_FAIL(CAIRN_EINPUT,
+                   "%s already holds checkpoints (newest: epoch %lld); resume with "
+                   "--resume=auto, or start over with --resume=none --force, which deletes them",
+                   c->dir, (long long)idx.v[idx.n - 1].epoch);
+    CAIRN_CHECK(clear_dir(c->dir, &idx));
+    runlog_line(c->rt->log, "--force: deleted %d checkpoint%s in %s", idx.n, idx.n == 1 ? "" : "s",
+                c->dir);
+cleanup:
+    ckpt_index_free(&idx);
+    return rc;
+}
+
+int ckpt_open(struct runtime *rt, const struct ckpt_spec *spec, const struct resume_opts *ro,
+              struct ckpt_mgr **out)
+{
+    int rc = 0;
+    struct ckpt_mgr *c = calloc(1, sizeof *c);
+    if (c) {
+        c->rt = rt;
+        c->spec = spec;
+        c->ro = *ro;
+        c->keep_epoch = c->keep_step = -1;
+        if (spec->dir)
+            snprintf(c->dir, sizeof c->dir, "%s", spec->dir);
+        else
+            rc = fsx_join(c->dir, sizeof c->dir, rt->run_dir, "ckpt");
+    } else {
+        rc = cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    }
+    if (rc == 0 && ro->mode == RESUME_NONE && rt->layout->rank == 0) rc = check_fresh(c);
+    rc = coll_agree(rt->layout->world, rc);
+    if (rc) {
+        ckpt_close(&c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+void ckpt_close(struct ckpt_mgr **c)
+{
+    if (!c || !*c) return;
+    free(*c);
+    *c = NULL;
+}
+
+/* ---- resuming --------------------------------------------------------------------- */
+
+/* What rank 0 decided to try next, for everyone. */
+struct candidate {
+    int have, exists;
+    int skip; /* known unusable without reading it */
+    int64_t epoch, step;
+    char file[256];
+};
+
+static void committed_list(const struct ckpt_index *idx, struct strbuf *b)
+{
+    for (int i = 0; i < idx->n; i++)
+        if (idx->v[i].ok && idx->v[i].step == 0)
+            strbuf_addf(b, "%s%lld", b->len ? " " : "", (long long)idx->v[i].epoch);
+    if (!b->len) strbuf_add(b, "none");
+}
+
+/* Rank 0: the checkpoint the resume mode points at now. */
+static int choose(struct ckpt_mgr *c, struct candidate *k)
+{
+    int rc = 0, i;
+    struct ckpt_index idx = {0};
+    struct strbuf list = {0};
+    *k = (struct candidate){0};
+    CAIRN_CHECK(ckpt_index_read(c->dir, &idx));
+    if (c->ro.mode == RESUME_EPOCH) {
+        i = ckpt_index_find(&idx, c->ro.epoch, 0);
+        if (i < 0 || !idx.v[i].ok) {
+            committed_list(&idx, &list);
+            CAIRN_FAIL(CAIRN_ENOCKPT, "no such checkpoint: epoch %lld %s in %s (committed epochs: %s)",
+                       (long long)c->ro.epoch, i < 0 ? "was never committed" : "is marked bad",
+                       c->dir, strbuf_str(&list));
+        }
+    } else {
+        i = ckpt_index_newest_ok(&idx, idx.n);
+        if (i < 0 && c->ro.mode == RESUME_LATEST)
+            CAIRN_FAIL(CAIRN_ENOCKPT, "--resume=latest: no usable committed checkpoint in %s",
+                       c->dir);
+    }
+    if (i < 0) goto cleanup;
+    char path[4400];
+    k->have = 1;
+    k->epoch = idx.v[i].epoch;
+    k->step = idx.v[i].step;
+    snprintf(k->file, sizeof k->file, "%s", idx.v[i].file);
+    CAIRN_CHECK(fsx_join(path, sizeof path, c->dir, k->file));
+    k->exists = access(path, R_OK) == 0;
+cleanup:
+    ckpt_index_free(&idx);
+    strbuf_free(&list);
+    return rc;
+}
+
+/* Rank 0: mark a checkpoint bad in the index (atomically). */
+static int mark_bad(struct ckpt_mgr *c, const struct candidate *k)
+{
+    int rc = 0;
+    struct ckpt_index idx = {0};
+    CAIRN_CHECK(ckpt_index_read(c->dir, &idx));
+    int i = ckpt_index_find(&idx, k->epoch, k->step);
+    if (i >= 0) {
+        idx.v[i].ok = false;
+        CAIRN_CHECK(ckpt_index_write_tmp(c->dir, &idx));
+        CAIRN_CHECK(ckpt_index_commit_tmp(c->dir));
+    }
+cleanup:
+    ckpt_index_free(&idx);
+    return rc;
+}
+
+/* DIR/loading names the checkpoint being loaded and how many runs tried:
+ * if loading a file kills the process, the third run gives up on it. */
+static bool load_tried_twice(struct ckpt_mgr *c, const struct candidate *k)
+{
+    char path[4400], *text = NULL, name[256] = "", buf[300];
+    size_t len = 0;
+    int tries = 0;
+    if (fsx_join(path, sizeof path, c->dir, "loading")) return false;
+    if (fsx_read_all(path, &text, &len) == 0) sscanf(text, "%255s %d", name, &tries);
+    free(text);
+    if (strcmp(name, k->file) != 0) tries = 0;
+    if (tries >= 2) return true;
+    int n = snprintf(buf, sizeof buf, "%s %d\n", k->file, tries + 1);
+    fsx_write_atomic(path, buf, (size_t)n); /* best effort: it only guards crash loops */
+    return false;
+}
+
+static void loading_done(struct ckpt_mgr *c)
+{
+    char path[4400];
+    if (fsx_join(path, sizeof path, c->dir, "loading") == 0) unlink(path);
+}
+
+/* Rank 0 picks, everyone learns the pick (and whether to skip it). */
+static int next_candidate(struct ckpt_mgr *c, struct candidate *k)
+{
+    int rc = 0;
+    if (is_root(c)) {
+        rc = choose(c, k);
+        if (rc == 0 && k->have && k->exists && load_tried_twice(c, k)) {
+            k->skip = 1;
+            cairn_err_set(CAIRN_ECORRUPT, __FILE__, __LINE__,
+                          "two earlier runs died while loading it");
+        } else if (rc == 0 && k->have && !k->exists) {
+            k->skip = 1;
+            cairn_err_set(CAIRN_ECORRUPT, __FILE__, __LINE__, "the file is missing");
+        }
+    }
+    CAIRN_CHECK(coll_agree(world(c), rc));
+    CAIRN_CHECK_MPI(MPI_Bcast(k, (int)sizeof *k, MPI_BYTE, 0, world(c)));
+cleanup:
+    return rc;
+}
+
+/* A load failed with damage: say so, mark it bad, fall back. */
+static int give_up_on(struct ckpt_mgr *c, const struct candidate *k)
+{
+    int rc = 0;
+    if (is_root(c)) {
+        runlog_line(c->rt->log, "warning: checkpoint %s/%s (epoch %lld step %lld) cannot be "
+                                "loaded: %s; marking it bad",
+                    c->dir, k->file, (long long)k->epoch, (long long)k->step, cairn_errmsg());
+        runlog_metric(c->rt->log, "ckpt_bad", k->epoch, k->step, "");
+        rc = mark_bad(c, k);
+        loading_done(c);
+    }
+    return coll_agree(world(c), rc);
+}
+
+int ckpt_resume(struct ckpt_mgr *c, struct ckpt_meta *m, bool *resumed)
+{
+    int rc = 0;
+    *resumed = false;
+    if (c->ro.mode == RESUME_NONE) return 0;
+    for (;;) {
+        struct candidate k;
+        char path[4400];
+        CAIRN_CHECK(next_candidate(c, &k));
+        if (!k.have) {
+            if (is_root(c)) runlog_line(c->rt->log, "no committed checkpoint in %s: starting fresh", c->dir);
+            return 0;
+        }
+        struct ckpt_io io = {0};
+        double t0 = now();
+        int lrc = k.skip ? CAIRN_ECORRUPT : 0;
+        if (!k.skip) {
+            CAIRN_CHECK(fsx_join(path, sizeof path, c->dir, k.file));
+            lrc = ckpt_file_read(c->rt, path, m, &io);
+        }
+        if (lrc == 0) {
+            if (is_root(c)) loading_done(c);
+            c->keep_epoch = k.epoch;
+            c->keep_step = k.step;
+            *resumed = true;
+            return report_io(c, "loaded", k.file, m, &io, now() - t0);
+        }
+        if (lrc != CAIRN_ECORRUPT) {
+            if (is_root(c)) loading_done(c);
+            return lrc; /* other settings or layout: refuse, change nothing */
+        }
+        char why[1024];
+        snprintf(why, sizeof why, "%s", cairn_errmsg());
+        CAIRN_CHECK(give_up_on(c, &k));
+        if (c->ro.mode == RESUME_EPOCH)
+            CAIRN_FAIL(CAIRN_ECORRUPT, "the checkpoint of epoch %lld (%s) is damaged: %s",
+                       (long long)k.epoch, k.file, why);
+    }
+cleanup:
+    return rc;
+}
+
+/* ---- saving ------------------------------------------------------------------------ */
+
+/* Rank 0: drop checkpoints beyond `keep` from the index; their files are
+ * listed in *gone for deletion once the new index is durable. */
+static void retain(struct ckpt_mgr *c, struct ckpt_index *idx, struct ckpt_index *gone)
+{
+    int64_t keep = c->spec->keep, ok = 0;
+    if (keep <= 0) return;
+    for (int i = idx->n - 1; i >= 0; i--) {
+        const struct ckpt_entry *e = &idx->v[i];
+        bool protect = e->epoch == c->keep_epoch && e->step == c->keep_step;
+        if (e->ok && ok < keep) {
+            ok++;
+            continue;
+        }
+        if (protect || ok < keep) continue;
+        if (ckpt_index_put(gone, e) == 0) ckpt_index_remove(idx, i);
+    }
+}
+
+/* Rank 0, after every rank wrote its part: make the checkpoint durable,
+ * visible, and listed, in that order. */
+static int commit(struct ckpt_mgr *c, const char *name, const struct ckpt_meta *m)
+{
+    int rc = 0;
+    char path[4400], tmp[sizeof path + 8];
+    struct ckpt_index idx = {0}, gone = {0};
+    CAIRN_CHECK(fsx_join(path, sizeof path, c->dir, name));
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    fault(c, "before_rename", m->epoch);
+    CAIRN_CHECK(fsx_fsync_path(tmp));
+    CAIRN_CHECK_ERRNO(rename(tmp, path) == 0, CAIRN_EIO, "cannot rename %s", tmp);
+    CAIRN_CHECK(fsx_fsync_path(c->dir));
+    fault(c, "after_rename", m->epoch);
+    CAIRN_CHECK(ckpt_index_read(c->dir, &idx));
+    struct ckpt_entry e = {.epoch = m->epoch, .step = m->step, .bytes = fsx_file_size(path), .ok = true};
+    snprintf(e.file, sizeof e.file, "%s", name);
+    CAIRN_CHECK(ckpt_index_put(&idx, &e));
+    retain(c, &idx, &gone);
+    CAIRN_CHECK(ckpt_index_write_tmp(c->dir, &idx));
+    fault(c, "index_tmp", m->epoch);
+    CAIRN_CHECK(ckpt_index_commit_tmp(c->dir));
+    fault(c, "after_index", m->epoch);
+    for (int i = 0; i < gone.n; i++)
+        if (fsx_join(path, sizeof path, c->dir, gone.v[i].file) == 0) unlink(path);
+cleanup:
+    ckpt_index_free(&idx);
+    ckpt_index_free(&gone);
+    return rc;
+}
+
+/* warn: log and go on; abort: the job stops (exit 3).  Committed
+ * checkpoints are untouched either way. */
+static int failed(struct ckpt_mgr *c, const char *what, const struct ckpt_meta *m, int rc)
+{
+    if (c->spec->abort_on_failure)
+        return cairn_err_wrap(rc, "%s of epoch %lld failed (checkpoint.on_failure = \"abort\"): ",
+                              what, (long long)m->epoch);
+    if (is_root(c)) {
+        runlog_line(c->rt->log, "warning: %s of epoch %lld failed: %s; the last committed "
+                                "checkpoint stays the newest; continuing",
+                    what, (long long)m->epoch, cairn_errmsg());
+        runlog_metric(c->rt->log, "ckpt_failed", m->epoch, m->step, "");
+    }
+    return 0;
+}
+
+/* Rank 0: make the directory and try creating the file, because MPI-IO
+ * reports a failed open only as "MPI_ERR_OTHER" while errno says why. */
+static int probe(struct ckpt_mgr *c, const char *tmp)
+{
+    int rc = fsx_mkdir_p(c->dir);
+    if (rc) return rc;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot create %s", tmp);
+    close(fd);
+    return 0;
+}
+
+int ckpt_save(struct ckpt_mgr *c, const struct ckpt_meta *m)
+{
+    if (!ckpt_enabled(c)) return 0;
+    char name[256], tmp[4400];
+    struct ckpt_io io = {0};
+    double t0 = now();
+    ckpt_file_name(m->epoch, m->step, name, sizeof name);
+    int rc = fsx_join(tmp, sizeof tmp - 4, c->dir, name);
+    strcat(tmp, ".tmp");
+    if (rc == 0 && is_root(c)) rc = probe(c, tmp);
+    rc = coll_agree(world(c), rc);
+    if (rc == 0) rc = ckpt_file_write(c->rt, tmp, m, &io);
+    if (rc == 0) rc = coll_agree(world(c), is_root(c) ? commit(c, name, m) : 0);
+    if (rc) {
+        if (is_root(c)) unlink(tmp); /* never listed, so never loaded; tidy up */
+        return failed(c, "checkpoint", m, rc);
+    }
+    double dt = now() - t0;
+    if (dt > c->longest) c->longest = dt;
+    return report_io(c, "saved", name, m, &io, dt);
+}
+
+/* ---- upload -------------------------------------------------------------------------- */
+
+static int upload(struct ckpt_mgr *c, struct ckpt_entry *e)
+{
+    int rc = 0;
+    char src[4400], dst[4400];
+    struct ckpt_index idx = {0}, up = {0};
+    const char *to = c->spec->upload_to;
+    CAIRN_CHECK(ckpt_index_read(c->dir, &idx));
+    int i = ckpt_index_newest_ok(&idx, idx.n);
+    if (i < 0) CAIRN_FAIL(CAIRN_ENOCKPT, "no committed checkpoint in %s to upload", c->dir);
+    *e = idx.v[i];
+    CAIRN_CHECK(fsx_mkdir_p(to));
+    CAIRN_CHECK(fsx_join(src, sizeof src, c->dir, e->file));
+    CAIRN_CHECK(fsx_join(dst, sizeof dst, to, e->file));
+    CAIRN_CHECK(fsx_copy_atomic(src, dst));
+    CAIRN_CHECK(ckpt_index_read(to, &up));
+    CAIRN_CHECK(ckpt_index_put(&up, e));
+    CAIRN_CHECK(ckpt_index_write_tmp(to, &up));
+    CAIRN_CHECK(ckpt_index_commit_tmp(to));
+cleanup:
+    ckpt_index_free(&idx);
+    ckpt_index_free(&up);
+    return rc;
+}
+
+int ckpt_upload(struct ckpt_mgr *c)
+{
+    if (!c->spec->upload_to || !ckpt_enabled(c)) return 0;
+    struct ckpt_entry e = {0};
+    double t0 = now();
+    int rc = coll_agree(world(c), is_root(c) ? upload(c, &e) : 0);
+    struct ckpt_meta m = {.epoch = e.epoch, .step = e.step};
+    if (rc) return failed(c, "upload", &m, rc);
+    if (is_root(c)) {
+        char hb[32];
+        runlog_line(c->rt->log, "uploaded %s (epoch %lld, %s) to %s in %.3f s", e.file,
+                    (long long)e.epoch, human((double)e.bytes, hb, sizeof hb), c->spec->upload_to,
+                    now() - t0);
+    }
+    return 0;
+}
