@@ -253,7 +253,7 @@ static void walk_op(struct walk *w, struct op_node *op)
                 "op '%s' communicates over its group and cannot run in a report step "
                 "(reports run on each rank's own timer)",
                 def->name);
-    struct infer ix = {.op = op, .in = in_t, .out = out_t, .group_size = w->g->nranks,
+    struct infer ix = {.plan = w->p, .op = op, .in = in_t, .out = out_t, .group_size = w->g->nranks,
                        .diags = w->d};
     if (known && def->infer) def->infer(&ix);
     w->errors += ix.errors;
@@ -448,10 +448,10 @@ static void walk_phase(struct walk *w, struct tstate *states, enum phase_id ph)
 
 static void resolve_stops(struct walk *w, const struct tstate *states)
 {
-    const struct stop_spec *s = &w->p->job->stop;
-    w->p->stops = arena_alloc(w->p->arena, (size_t)(s->n_blobs + 1) * sizeof *w->p->stops);
-    for (int i = 0; i < s->n_blobs; i++) {
-        const struct stop_blob *sb = &s->blobs[i];
+    const struct plan *p = w->p;
+    w->p->stops = arena_alloc(w->p->arena, (size_t)(p->n_stop_blobs + 1) * sizeof *w->p->stops);
+    for (int i = 0; i < p->n_stop_blobs; i++) {
+        const struct stop_blob *sb = &p->stop_blobs[i];
         int gid = plan_find_group(w->p, sb->group);
         if (gid < 0) {
             problem(w, sb->file, sb->line, "stop blob '%s/%s': unknown group '%s'", sb->group,

@@ -591,7 +591,7 @@ static int plan_read(struct runtime *rt, hid_t dset, struct desc *d, int64_t sav
     d->rows = nd ? d->file.d[0] : 1;
     if (d->mine && d->dist == DIST_SHARDED) {
         int64_t hi;
-        part_range(d->file.d[0], l->gsize, l->grank, &d->row0, &hi);
+        block_range(d->file.d[0], l->gsize, l->grank, &d->row0, &hi);
         d->rows = hi - d->row0;
     } else if (d->mine && d->dist == DIST_LOCAL) {
         d->row0 = l->grank;
@@ -958,7 +958,7 @@ int ckpt_file_read_part(const char *path, const char *group, const char *blob, i
     ds.rows = ds.file.ndim ? ds.file.d[0] : 1;
     if (sharded) {
         int64_t hi;
-        part_range(ds.file.d[0], size, rank, &ds.row0, &hi);
+        block_range(ds.file.d[0], size, rank, &ds.row0, &hi);
         ds.rows = hi - ds.row0;
     }
     struct shape s = ds.file;

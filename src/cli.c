@@ -10,6 +10,8 @@
 #include "cairn/error.h"
 #include "cairn/fsx.h"
 #include "cairn/job.h"
+#include "cairn/model.h"
+#include "cairn/nn.h"
 #include "cairn/op.h"
 #include "cairn/plan.h"
 #include "cairn/print.h"
@@ -17,6 +19,7 @@
 #include "cairn/version.h"
 
 #include <getopt.h>
+#include <malloc.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +38,8 @@ static const char usage_main[] =
     "  ckpt ...        list, verify and extract checkpoints\n"
     "  data ...        write example data sets\n"
     "  ops             list the ops a job can use, with their parameters\n"
+    "  grads JOB.cfg   a model job's first gradients, computed in one process\n"
+    "  bench sgemm     this core's single-precision GEMM rate (for benchmarks)\n"
     "\n"
     "`cairn COMMAND --help` describes each command; man cairn(1), cairn-job(5).\n"
     "exit codes: 0 success, 2 bad input, 3 runtime failure\n";
@@ -69,8 +74,13 @@ static const char usage_check[] =
 
 static const char usage_data[] =
     "usage: cairn data range --out FILE.h5 --count N [--start S] [--dataset NAME]\n"
+    "       [mpirun -np N] cairn data synth --out FILE.h5 --samples N --features D\n"
+    "                      --classes K [--hidden H] [--seed S]\n"
     "\n"
-    "  range   an i64 dataset (default name \"values\") holding S, S+1, ..., S+N-1\n";
+    "  range   an i64 dataset (default name \"values\") holding S, S+1, ..., S+N-1\n"
+    "  synth   a learnable classification set: datasets features [N, D] (f32) and\n"
+    "          labels [N] (i32), the classes a random teacher network (H tanh units,\n"
+    "          default 32) gives the features; the same file on any number of ranks\n";
 
 static const char usage_ckpt[] =
     "usage: cairn ckpt ls DIR\n"
@@ -437,6 +447,41 @@ static int cmd_ckpt(int argc, char **argv)
 
 /* ---- data ------------------------------------------------------------------- */
 
+static int data_synth(int argc, char **argv)
+{
+    static const struct option longs[] = {
+        {"out", required_argument, NULL, 'o'},     {"samples", required_argument, NULL, 'n'},
+        {"features", required_argument, NULL, 'd'}, {"classes", required_argument, NULL, 'k'},
+        {"hidden", required_argument, NULL, 'H'},   {"seed", required_argument, NULL, 's'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *out = NULL;
+    long n = -1, d = -1, k = -1, h = 32, seed = 0, *dst;
+    int c;
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "o:", longs, NULL)) != -1) {
+        if (c == 'o') {
+            out = optarg;
+            continue;
+        }
+        dst = c == 'n' ? &n : c == 'd' ? &d : c == 'k' ? &k : c == 'H' ? &h : c == 's' ? &seed : NULL;
+        if (!dst) return usage_error(usage_data, "bad option '%s'", argv[optind - 1]);
+        if (parse_int(optarg, c == 's' ? 0 : 1, 1L << 40, dst))
+            return usage_error(usage_data, "'%s' needs a positive integer", argv[optind - 2 >= 0 ? optind - 2 : 0]);
+    }
+    if (!out || n < 1 || d < 1 || k < 2)
+        return usage_error(usage_data, "%s", "synth needs --out, --samples, --features and --classes (>= 2)");
+    int me = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    int rc = datagen_synth(MPI_COMM_WORLD, out, n, d, k, h, seed);
+    if (rc && me == 0) fprintf(stderr, "cairn: %s: %s\n", out, cairn_errmsg());
+    if (rc == 0 && me == 0) printf("%s: %ld samples, %ld features, %ld classes (seed %ld)\n", out, n, d, k, seed);
+    MPI_Finalize();
+    return cairn_exit_code(rc);
+}
+
 static int cmd_data(int argc, char **argv)
 {
     static const struct option longs[] = {
@@ -448,6 +493,7 @@ static int cmd_data(int argc, char **argv)
         fputs(usage_data, argc < 2 ? stderr : stdout);
         return argc < 2 ? CAIRN_EXIT_INPUT : CAIRN_EXIT_OK;
     }
+    if (strcmp(argv[1], "synth") == 0) return data_synth(argc - 1, argv + 1);
     if (strcmp(argv[1], "range") != 0)
         return usage_error(usage_data, "unknown data set kind '%s'", argv[1]);
     const char *out = NULL, *dataset = "values";
@@ -475,6 +521,73 @@ static int cmd_data(int argc, char **argv)
     int rc = datagen_range(out, dataset, start, count);
     if (rc) fprintf(stderr, "cairn: %s: %s\n", out, cairn_errmsg());
     return cairn_exit_code(rc);
+}
+
+/* ---- grads --------------------------------------------------------------------- */
+
+static const char usage_grads[] =
+    "usage: cairn grads JOB.cfg -o OUT.h5 [--set KEY=VALUE]...\n"
+    "\n"
+    "The gradients of a model job's first mini-batch, split into the job's\n"
+    "micro-batches, computed in this one process with no pipeline, parameter\n"
+    "server or MPI: the reference for the distributed gradients the job's\n"
+    "debug.grads option writes.  Datasets /grads/L<i>/W and /grads/L<i>/b.\n";
+
+static int cmd_grads(int argc, char **argv)
+{
+    struct args a = {0};
+    const char *out = NULL;
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    int n = 0, code;
+    if (!rest) return CAIRN_EXIT_RUNTIME;
+    for (int i = 0; i < argc; i++) { /* take -o OUT out; the rest are the usual options */
+        if (i > 0 && strcmp(argv[i], "-o") == 0 && i + 1 < argc) out = argv[++i];
+        else rest[n++] = argv[i];
+    }
+    code = parse_job_args(n, rest, usage_grads, false, false, &a);
+    if (code < 0 && !out) code = usage_error(usage_grads, "%s", "missing -o OUT.h5");
+    if (code < 0) {
+        struct job *job = NULL;
+        struct diags d = {0};
+        int rc = config_load(a.job, NULL, a.sets, a.n_sets, &job, &d);
+        if (rc == 0 && !job->train) {
+            diags_add(&d, a.job, 1, "cairn grads needs a job with a model section");
+            rc = CAIRN_EINPUT;
+        }
+        if (rc == 0) rc = model_reference_grads(job->train, (uint64_t)job->seed, out);
+        diags_print(&d, stderr);
+        if (rc && d.n == 0) fprintf(stderr, "cairn: %s\n", cairn_errmsg());
+        code = cairn_exit_code(rc);
+        diags_free(&d);
+        job_destroy(&job);
+    }
+    free(a.sets);
+    free(rest);
+    return code;
+}
+
+/* ---- bench ---------------------------------------------------------------------- */
+
+static int cmd_bench(int argc, char **argv)
+{
+    static const char usage[] =
+        "usage: cairn bench sgemm [N]\n"
+        "\n"
+        "GFLOP/s of one thread's OpenBLAS sgemm on N x N matrices (default 1024),\n"
+        "the best of 5: the BLAS-bound limit the training benchmark compares with.\n";
+    long n = 1024;
+    if (argc < 2 || strcmp(argv[1], "sgemm") != 0)
+        return argc > 1 && strcmp(argv[1], "--help") == 0 ? (fputs(usage, stdout), 0)
+                                                          : usage_error(usage, "%s", "which benchmark?");
+    if (argc > 2 && parse_int(argv[2], 16, 16384, &n)) return usage_error(usage, "bad N '%s'", argv[2]);
+    double gflops = 0;
+    int rc = nn_sgemm_gflops((int)n, 5, &gflops);
+    if (rc) {
+        fprintf(stderr, "cairn: %s\n", cairn_errmsg());
+        return cairn_exit_code(rc);
+    }
+    printf("sgemm %ld: %.2f GFLOP/s\n", n, gflops);
+    return 0;
 }
 
 /* ---- ops ------------------------------------------------------------------------ */
@@ -530,6 +643,10 @@ static int cmd_ops(int argc, char **argv)
 
 int cairn_main(int argc, char **argv)
 {
+    /* Large temporaries (ScaLAPACK's packing buffers, HDF5's) come from a
+     * heap that keeps them, instead of fresh mappings to fault in each time. */
+    mallopt(M_MMAP_THRESHOLD, 256 << 20);
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
     if (argc < 2) {
         fputs(usage_main, stderr);
         return CAIRN_EXIT_INPUT;
@@ -549,6 +666,8 @@ int cairn_main(int argc, char **argv)
     if (strcmp(cmd, "data") == 0) return cmd_data(argc - 1, argv + 1);
     if (strcmp(cmd, "ops") == 0) return cmd_ops(argc - 1, argv + 1);
     if (strcmp(cmd, "ckpt") == 0) return cmd_ckpt(argc - 1, argv + 1);
+    if (strcmp(cmd, "grads") == 0) return cmd_grads(argc - 1, argv + 1);
+    if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 1, argv + 1);
     fprintf(stderr, "cairn: unknown command '%s'\n%s", cmd, usage_main);
     return CAIRN_EXIT_INPUT;
 }

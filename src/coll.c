@@ -6,6 +6,43 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+
+int coll_wait(int n, MPI_Request *reqs)
+{
+    int done = 0;
+    for (long spins = 0;; spins++) {
+        int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
+        if (rc != MPI_SUCCESS) return cairn_err_mpi(rc, __FILE__, __LINE__, "MPI_Testall");
+        if (done) return 0;
+        if (spins > 200) {
+            long us = spins - 200 < 200 ? spins - 200 + 1 : 200;
+            struct timespec ts = {0, us * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+int coll_barrier(MPI_Comm comm)
+{
+    int rc = 0;
+    MPI_Request r;
+    CAIRN_CHECK_MPI(MPI_Ibarrier(comm, &r));
+    rc = coll_wait(1, &r);
+cleanup:
+    return rc;
+}
+
+int coll_allreduce(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op,
+                   MPI_Comm comm)
+{
+    int rc = 0;
+    MPI_Request r;
+    CAIRN_CHECK_MPI(MPI_Iallreduce(send, recv, count, type, op, comm, &r));
+    rc = coll_wait(1, &r);
+cleanup:
+    return rc;
+}
 
 struct verdict {
     int code;
@@ -17,8 +54,10 @@ int coll_agree(MPI_Comm comm, int rc)
     int me = 0, first = INT_MAX;
     if (MPI_Comm_rank(comm, &me) != MPI_SUCCESS) return CAIRN_EMPI;
     int mine = rc ? me : INT_MAX;
-    if (MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS)
+    int saved = rc;
+    if (coll_allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm))
         return cairn_err_set(CAIRN_EMPI, __FILE__, __LINE__, "ranks could not agree on an error");
+    rc = saved;
     if (first == INT_MAX) return 0;
     struct verdict v = {.code = rc};
     if (me == first) snprintf(v.msg, sizeof v.msg, "%s", cairn_errmsg());

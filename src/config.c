@@ -9,6 +9,7 @@
 #include "cairn/diag.h"
 #include "cairn/error.h"
 #include "cairn/job.h"
+#include "config_priv.h"
 
 #include <ctype.h>
 #include <libgen.h>
@@ -17,23 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct override {
-    config_setting_t *s;
-    const char *text;
-};
-
-struct cfg {
-    struct job *job;
-    struct arena *a;
-    struct diags *d;
-    const char *path;
-    struct override *ov;
-    int n_ov;
-    int errors;
-    const char *src_raw; /* last file name libconfig gave, and our copy: */
-    const char *src_copy; /* libconfig's strings die with its config_t */
-};
 
 /* ---- locations and messages ------------------------------------------- */
 
@@ -49,7 +33,7 @@ static const char *intern_file(struct cfg *c, const char *f)
 
 /* A setting's FILE:LINE (line 1 for the file as a whole); settings made by
  * --set are named by the override. */
-static void locate(struct cfg *c, const config_setting_t *s, const char **file, int *line)
+void cfg_locate(struct cfg *c, const config_setting_t *s, const char **file, int *line)
 {
     for (const config_setting_t *p = s; p; p = config_setting_parent(p)) {
         for (int i = 0; i < c->n_ov; i++) {
@@ -71,14 +55,14 @@ static void locate(struct cfg *c, const config_setting_t *s, const char **file, 
     *line = 1;
 }
 
-__attribute__((format(printf, 3, 4))) static void err_at(struct cfg *c,
+__attribute__((format(printf, 3, 4))) void cfg_err(struct cfg *c,
                                                          const config_setting_t *s,
                                                          const char *fmt, ...)
 {
     const char *file;
     int line;
     char msg[1024];
-    locate(c, s, &file, &line);
+    cfg_locate(c, s, &file, &line);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -87,7 +71,7 @@ __attribute__((format(printf, 3, 4))) static void err_at(struct cfg *c,
     c->errors++;
 }
 
-static const char *type_name(const config_setting_t *s)
+const char *cfg_type_name(const config_setting_t *s)
 {
     switch (config_setting_type(s)) {
     case CONFIG_TYPE_INT: case CONFIG_TYPE_INT64: return "an integer";
@@ -108,7 +92,7 @@ static const char *where_name(const config_setting_t *s)
 }
 
 /* Reject keys of a group that are not in `allowed` (NULL-terminated). */
-static void check_keys(struct cfg *c, const config_setting_t *g, const char *what,
+void cfg_keys(struct cfg *c, const config_setting_t *g, const char *what,
                        const char *const *allowed)
 {
     for (int i = 0, n = config_setting_length(g); i < n; i++) {
@@ -121,19 +105,19 @@ static void check_keys(struct cfg *c, const config_setting_t *g, const char *wha
         for (const char *const *k = allowed; *k; k++)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
                      k == allowed ? "" : ", ", *k);
-        err_at(c, s, "unknown key '%s' in %s (expected: %s)", key, what, list);
+        cfg_err(c, s, "unknown key '%s' in %s (expected: %s)", key, what, list);
     }
 }
 
 /* ---- typed getters ---------------------------------------------------- */
 
-static bool is_int(const config_setting_t *s)
+bool cfg_is_int(const config_setting_t *s)
 {
     int t = config_setting_type(s);
     return t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64;
 }
 
-static bool valid_name(const char *s)
+bool cfg_valid_name(const char *s)
 {
     if (!s || !(isalpha((unsigned char)*s) || *s == '_')) return false;
     for (; *s; s++)
@@ -142,51 +126,51 @@ static bool valid_name(const char *s)
 }
 
 /* Integer key in [lo, hi]; absent -> dflt (or an error when required). */
-static int64_t get_int(struct cfg *c, const config_setting_t *g, const char *key, bool required,
+int64_t cfg_int(struct cfg *c, const config_setting_t *g, const char *key, bool required,
                        int64_t dflt, int64_t lo, int64_t hi)
 {
     const config_setting_t *s = config_setting_get_member(g, key);
     if (!s) {
-        if (required) err_at(c, g, "missing key '%s' (an integer)", key);
+        if (required) cfg_err(c, g, "missing key '%s' (an integer)", key);
         return dflt;
     }
-    if (!is_int(s)) {
-        err_at(c, s, "'%s' must be an integer, not %s", key, type_name(s));
+    if (!cfg_is_int(s)) {
+        cfg_err(c, s, "'%s' must be an integer, not %s", key, cfg_type_name(s));
         return dflt;
     }
     long long v = config_setting_get_int64(s);
     if (v < lo || v > hi) {
         if (hi == INT64_MAX)
-            err_at(c, s, "'%s' must be >= %lld, got %lld", key, (long long)lo, v);
+            cfg_err(c, s, "'%s' must be >= %lld, got %lld", key, (long long)lo, v);
         else
-            err_at(c, s, "'%s' must be in %lld..%lld, got %lld", key, (long long)lo,
+            cfg_err(c, s, "'%s' must be in %lld..%lld, got %lld", key, (long long)lo,
                    (long long)hi, v);
         return dflt;
     }
     return v;
 }
 
-static const char *get_str(struct cfg *c, const config_setting_t *g, const char *key,
+const char *cfg_str(struct cfg *c, const config_setting_t *g, const char *key,
                            bool required, const char *dflt)
 {
     const config_setting_t *s = config_setting_get_member(g, key);
     if (!s) {
-        if (required) err_at(c, g, "missing key '%s' (a string)", key);
+        if (required) cfg_err(c, g, "missing key '%s' (a string)", key);
         return dflt;
     }
     if (config_setting_type(s) != CONFIG_TYPE_STRING) {
-        err_at(c, s, "'%s' must be a string, not %s", key, type_name(s));
+        cfg_err(c, s, "'%s' must be a string, not %s", key, cfg_type_name(s));
         return dflt;
     }
     return arena_strdup(c->a, config_setting_get_string(s));
 }
 
-static const char *get_name(struct cfg *c, const config_setting_t *g, const char *key,
+const char *cfg_name(struct cfg *c, const config_setting_t *g, const char *key,
                             bool required, const char *what)
 {
-    const char *v = get_str(c, g, key, required, NULL);
-    if (v && !valid_name(v)) {
-        err_at(c, config_setting_get_member(g, key),
+    const char *v = cfg_str(c, g, key, required, NULL);
+    if (v && !cfg_valid_name(v)) {
+        cfg_err(c, config_setting_get_member(g, key),
                "%s '%s' is not a valid name (letters, digits, '_', '.', '-'; not first digit)",
                what, v);
         return NULL;
@@ -202,13 +186,13 @@ static const char **get_names(struct cfg *c, const config_setting_t *s, int *n, 
         const char **v = arena_alloc(c->a, sizeof *v);
         v[0] = arena_strdup(c->a, config_setting_get_string(s));
         *n = 1;
-        if (!valid_name(v[0])) err_at(c, s, "%s '%s' is not a valid blob name", what, v[0]);
+        if (!cfg_valid_name(v[0])) cfg_err(c, s, "%s '%s' is not a valid blob name", what, v[0]);
         return v;
     }
     int t = config_setting_type(s);
     if (t != CONFIG_TYPE_ARRAY && t != CONFIG_TYPE_LIST) {
-        err_at(c, s, "'%s' must be a blob name or a list of names, not %s", where_name(s),
-               type_name(s));
+        cfg_err(c, s, "'%s' must be a blob name or a list of names, not %s", where_name(s),
+               cfg_type_name(s));
         return NULL;
     }
     int len = config_setting_length(s);
@@ -216,45 +200,17 @@ static const char **get_names(struct cfg *c, const config_setting_t *s, int *n, 
     for (int i = 0; i < len; i++) {
         const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
         if (config_setting_type(e) != CONFIG_TYPE_STRING) {
-            err_at(c, e, "'%s' entries must be strings, not %s", where_name(s), type_name(e));
+            cfg_err(c, e, "'%s' entries must be strings, not %s", where_name(s), cfg_type_name(e));
             continue;
         }
         v[*n] = arena_strdup(c->a, config_setting_get_string(e));
-        if (!valid_name(v[*n])) err_at(c, e, "%s '%s' is not a valid blob name", what, v[*n]);
+        if (!cfg_valid_name(v[*n])) cfg_err(c, e, "%s '%s' is not a valid blob name", what, v[*n]);
         (*n)++;
     }
     return v;
 }
 
 /* ---- op parameters ---------------------------------------------------- */
-
-static int choice_index(const char *choices, const char *s)
-{
-    int idx = 0;
-    size_t n = strlen(s);
-    for (const char *p = choices; *p; idx++) {
-        const char *bar = strchr(p, '|');
-        size_t len = bar ? (size_t)(bar - p) : strlen(p);
-        if (len == n && strncmp(p, s, n) == 0) return idx;
-        if (!bar) break;
-        p = bar + 1;
-    }
-    return -1;
-}
-
-/* Defaults are written as job-file text in the op table. */
-static void default_value(struct cfg *c, const struct param_def *pd, struct pval *v)
-{
-    const char *t = pd->dflt;
-    switch (pd->type) {
-    case PT_INT: v->i = strtoll(t, NULL, 10); v->f = (double)v->i; break;
-    case PT_FLOAT: v->f = strtod(t, NULL); break;
-    case PT_STR: v->s = arena_strdup(c->a, t); break;
-    case PT_BOOL: v->i = strcmp(t, "true") == 0; break;
-    case PT_ENUM: v->i = choice_index(pd->choices, t); v->s = arena_strdup(c->a, t); break;
-    case PT_INTS: case PT_STRS: v->n = 0; break; /* defaults are empty lists */
-    }
-}
 
 static void list_choices(const char *choices, char *out, size_t size)
 {
@@ -267,16 +223,16 @@ static void param_ints(struct cfg *c, const config_setting_t *s, struct pval *v,
 {
     int t = config_setting_type(s);
     if (t != CONFIG_TYPE_ARRAY && t != CONFIG_TYPE_LIST) {
-        err_at(c, s, "parameter '%s' must be an array of integers like [2, 3], not %s", key,
-               type_name(s));
+        cfg_err(c, s, "parameter '%s' must be an array of integers like [2, 3], not %s", key,
+               cfg_type_name(s));
         return;
     }
     v->n = config_setting_length(s);
     v->ints = arena_alloc(c->a, (size_t)(v->n ? v->n : 1) * sizeof *v->ints);
     for (int i = 0; i < v->n; i++) {
         const config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
-        if (!is_int(e)) {
-            err_at(c, e, "parameter '%s' must hold integers, not %s", key, type_name(e));
+        if (!cfg_is_int(e)) {
+            cfg_err(c, e, "parameter '%s' must hold integers, not %s", key, cfg_type_name(e));
             continue;
         }
         v->ints[i] = config_setting_get_int64(e);
@@ -288,8 +244,8 @@ static void param_strs(struct cfg *c, const config_setting_t *s, struct pval *v,
     int t = config_setting_type(s);
     bool one = t == CONFIG_TYPE_STRING;
     if (!one && t != CONFIG_TYPE_ARRAY && t != CONFIG_TYPE_LIST) {
-        err_at(c, s, "parameter '%s' must be a string or a list of strings, not %s", key,
-               type_name(s));
+        cfg_err(c, s, "parameter '%s' must be a string or a list of strings, not %s", key,
+               cfg_type_name(s));
         return;
     }
     v->n = one ? 1 : config_setting_length(s);
@@ -297,7 +253,7 @@ static void param_strs(struct cfg *c, const config_setting_t *s, struct pval *v,
     for (int i = 0; i < v->n; i++) {
         const config_setting_t *e = one ? s : config_setting_get_elem(s, (unsigned)i);
         if (config_setting_type(e) != CONFIG_TYPE_STRING) {
-            err_at(c, e, "parameter '%s' must hold strings, not %s", key, type_name(e));
+            cfg_err(c, e, "parameter '%s' must hold strings, not %s", key, cfg_type_name(e));
             continue;
         }
         v->strs[i] = arena_strdup(c->a, config_setting_get_string(e));
@@ -312,13 +268,13 @@ static void param_value(struct cfg *c, const struct param_def *pd, const config_
     v->given = true;
     switch (pd->type) {
     case PT_INT:
-        if (!is_int(s)) break;
+        if (!cfg_is_int(s)) break;
         v->i = config_setting_get_int64(s);
         v->f = (double)v->i;
         return;
     case PT_FLOAT:
         if (t == CONFIG_TYPE_FLOAT) v->f = config_setting_get_float(s);
-        else if (is_int(s)) v->f = (double)config_setting_get_int64(s);
+        else if (cfg_is_int(s)) v->f = (double)config_setting_get_int64(s);
         else break;
         return;
     case PT_BOOL:
@@ -332,11 +288,11 @@ static void param_value(struct cfg *c, const struct param_def *pd, const config_
     case PT_ENUM:
         if (t != CONFIG_TYPE_STRING) break;
         v->s = arena_strdup(c->a, config_setting_get_string(s));
-        v->i = choice_index(pd->choices, v->s);
+        v->i = op_choice_index(pd->choices, v->s);
         if (v->i < 0) {
             char list[256];
             list_choices(pd->choices, list, sizeof list);
-            err_at(c, s, "parameter '%s' must be one of %s, not \"%s\"", key, list, v->s);
+            cfg_err(c, s, "parameter '%s' must be one of %s, not \"%s\"", key, list, v->s);
         }
         return;
     case PT_INTS:
@@ -349,7 +305,7 @@ static void param_value(struct cfg *c, const struct param_def *pd, const config_
     static const char *const want[] = {"an integer", "a number", "a string", "a boolean",
                                        "an array of integers", "a list of strings",
                                        "a string"};
-    err_at(c, s, "parameter '%s' must be %s, not %s", key, want[pd->type], type_name(s));
+    cfg_err(c, s, "parameter '%s' must be %s, not %s", key, want[pd->type], cfg_type_name(s));
 }
 
 static bool reserved_op_key(const char *k)
@@ -363,8 +319,7 @@ static void op_params(struct cfg *c, const config_setting_t *g, struct op_node *
     int np = 0;
     while (def->params && def->params[np].key) np++;
     op->pv = arena_alloc(c->a, (size_t)(np ? np : 1) * sizeof *op->pv);
-    for (int i = 0; i < np; i++)
-        if (def->params[i].dflt) default_value(c, &def->params[i], &op->pv[i]);
+    op_set_defaults(def, op->pv);
     for (int i = 0, n = config_setting_length(g); i < n; i++) {
         const config_setting_t *s = config_setting_get_elem(g, (unsigned)i);
         const char *key = config_setting_name(s);
@@ -375,7 +330,7 @@ static void op_params(struct cfg *c, const config_setting_t *g, struct op_node *
             for (int j = 0; j < np; j++)
                 snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "",
                          def->params[j].key);
-            err_at(c, s, "op '%s' has no parameter '%s' (parameters: %s)", def->name, key,
+            cfg_err(c, s, "op '%s' has no parameter '%s' (parameters: %s)", def->name, key,
                    np ? list : "none");
             continue;
         }
@@ -383,7 +338,7 @@ static void op_params(struct cfg *c, const config_setting_t *g, struct op_node *
     }
     for (int i = 0; i < np; i++)
         if (!def->params[i].dflt && !op->pv[i].given)
-            err_at(c, g, "op '%s' needs parameter '%s'", def->name, def->params[i].key);
+            cfg_err(c, g, "op '%s' needs parameter '%s'", def->name, def->params[i].key);
 }
 
 /* ---- steps and tasks -------------------------------------------------- */
@@ -393,13 +348,13 @@ static void parse_steps(struct cfg *c, const config_setting_t *list, struct step
 static void parse_op_step(struct cfg *c, const config_setting_t *g, struct step *st)
 {
     struct op_node *op = &st->op;
-    const char *name = get_str(c, g, "op", true, NULL);
+    const char *name = cfg_str(c, g, "op", true, NULL);
     op->file = st->file;
     op->line = st->line;
     if (!name) return;
     op->def = op_find(name);
     if (!op->def || (op->def->flags & OPF_INTERNAL)) {
-        err_at(c, config_setting_get_member(g, "op"), "unknown op '%s' (see cairn-job(5))", name);
+        cfg_err(c, config_setting_get_member(g, "op"), "unknown op '%s' (see cairn-job(5))", name);
         op->def = NULL;
         return;
     }
@@ -410,18 +365,18 @@ static void parse_op_step(struct cfg *c, const config_setting_t *g, struct step 
     const struct op_def *d = op->def;
     if (op->n_in < d->min_in || (d->max_in >= 0 && op->n_in > d->max_in)) {
         if (d->min_in == d->max_in)
-            err_at(c, g, "op '%s' takes %d input%s, got %d", d->name, d->min_in,
+            cfg_err(c, g, "op '%s' takes %d input%s, got %d", d->name, d->min_in,
                    d->min_in == 1 ? "" : "s", op->n_in);
         else
-            err_at(c, g, "op '%s' takes at least %d input%s, got %d", d->name, d->min_in,
+            cfg_err(c, g, "op '%s' takes at least %d input%s, got %d", d->name, d->min_in,
                    d->min_in == 1 ? "" : "s", op->n_in);
     }
     if (op->n_out < d->min_out || op->n_out > d->max_out) {
         if (d->min_out == d->max_out)
-            err_at(c, g, "op '%s' gives %d output%s, got %d", d->name, d->min_out,
+            cfg_err(c, g, "op '%s' gives %d output%s, got %d", d->name, d->min_out,
                    d->min_out == 1 ? "" : "s", op->n_out);
         else
-            err_at(c, g, "op '%s' gives %d to %d outputs, got %d", d->name, d->min_out,
+            cfg_err(c, g, "op '%s' gives %d to %d outputs, got %d", d->name, d->min_out,
                    d->max_out, op->n_out);
     }
     op_params(c, g, op);
@@ -430,19 +385,19 @@ static void parse_op_step(struct cfg *c, const config_setting_t *g, struct step 
 static void parse_loop_step(struct cfg *c, const config_setting_t *g, struct step *st)
 {
     static const char *const keys[] = {"loop", "until", "steps", NULL};
-    check_keys(c, g, "a loop step", keys);
+    cfg_keys(c, g, "a loop step", keys);
     st->kind = STEP_LOOP;
-    st->count = get_int(c, g, "loop", false, -1, 0, INT64_MAX);
+    st->count = cfg_int(c, g, "loop", false, -1, 0, INT64_MAX);
     const config_setting_t *u = config_setting_get_member(g, "until");
     if (u) {
         int n = 0;
         const char **v = get_names(c, u, &n, "until blob");
-        if (n != 1 && v) err_at(c, u, "'until' names one blob");
+        if (n != 1 && v) cfg_err(c, u, "'until' names one blob");
         st->until = n >= 1 ? v[0] : NULL;
     }
     const config_setting_t *body = config_setting_get_member(g, "steps");
     if (!body)
-        err_at(c, g, "loop step needs 'steps'");
+        cfg_err(c, g, "loop step needs 'steps'");
     else
         parse_steps(c, body, &st->body);
 }
@@ -450,15 +405,15 @@ static void parse_loop_step(struct cfg *c, const config_setting_t *g, struct ste
 static void parse_parallel_step(struct cfg *c, const config_setting_t *g, struct step *st)
 {
     static const char *const keys[] = {"parallel", NULL};
-    check_keys(c, g, "a parallel step", keys);
+    cfg_keys(c, g, "a parallel step", keys);
     st->kind = STEP_PARALLEL;
     const config_setting_t *p = config_setting_get_member(g, "parallel");
     if (config_setting_type(p) != CONFIG_TYPE_LIST) {
-        err_at(c, p, "'parallel' must be a list of step lists, like ( ( {...} ), ( {...} ) )");
+        cfg_err(c, p, "'parallel' must be a list of step lists, like ( ( {...} ), ( {...} ) )");
         return;
     }
     st->n_branches = config_setting_length(p);
-    if (st->n_branches < 1) err_at(c, p, "'parallel' needs at least one branch");
+    if (st->n_branches < 1) cfg_err(c, p, "'parallel' needs at least one branch");
     st->branches = arena_alloc(c->a, (size_t)(st->n_branches + 1) * sizeof *st->branches);
     for (int i = 0; i < st->n_branches; i++)
         parse_steps(c, config_setting_get_elem(p, (unsigned)i), &st->branches[i]);
@@ -467,21 +422,21 @@ static void parse_parallel_step(struct cfg *c, const config_setting_t *g, struct
 static void parse_report_step(struct cfg *c, const config_setting_t *g, struct step *st)
 {
     static const char *const keys[] = {"report", "steps", NULL};
-    check_keys(c, g, "a report step", keys);
+    cfg_keys(c, g, "a report step", keys);
     st->kind = STEP_REPORT;
-    st->every_ms = get_int(c, g, "report", true, 1000, 1, 86400000);
+    st->every_ms = cfg_int(c, g, "report", true, 1000, 1, 86400000);
     const config_setting_t *body = config_setting_get_member(g, "steps");
     if (!body)
-        err_at(c, g, "report step needs 'steps'");
+        cfg_err(c, g, "report step needs 'steps'");
     else
         parse_steps(c, body, &st->body);
 }
 
 static void parse_step(struct cfg *c, const config_setting_t *g, struct step *st)
 {
-    locate(c, g, &st->file, &st->line);
+    cfg_locate(c, g, &st->file, &st->line);
     if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
-        err_at(c, g, "a step must be a group like { op = \"copy\"; ... }, not %s", type_name(g));
+        cfg_err(c, g, "a step must be a group like { op = \"copy\"; ... }, not %s", cfg_type_name(g));
         return;
     }
     bool is_op = config_setting_get_member(g, "op") != NULL;
@@ -490,7 +445,7 @@ static void parse_step(struct cfg *c, const config_setting_t *g, struct step *st
     bool is_rep = config_setting_get_member(g, "report") != NULL;
     int kinds = is_op + is_loop + is_par + is_rep;
     if (kinds != 1) {
-        err_at(c, g, kinds ? "a step is one of op, loop/until, parallel or report, not several"
+        cfg_err(c, g, kinds ? "a step is one of op, loop/until, parallel or report, not several"
                            : "a step needs one of 'op', 'loop', 'until', 'parallel', 'report'");
         return;
     }
@@ -507,8 +462,8 @@ static void parse_step(struct cfg *c, const config_setting_t *g, struct step *st
 static void parse_steps(struct cfg *c, const config_setting_t *list, struct steplist *out)
 {
     if (config_setting_type(list) != CONFIG_TYPE_LIST) {
-        err_at(c, list, "'%s' must be a list of steps ( {...}, {...} ), not %s",
-               where_name(list), type_name(list));
+        cfg_err(c, list, "'%s' must be a list of steps ( {...}, {...} ), not %s",
+               where_name(list), cfg_type_name(list));
         return;
     }
     out->n = config_setting_length(list);
@@ -521,20 +476,20 @@ static void parse_task(struct cfg *c, const config_setting_t *g, struct task *t,
                        enum phase_id ph, int index)
 {
     static const char *const keys[] = {"name", "group", "steps", NULL};
-    locate(c, g, &t->file, &t->line);
+    cfg_locate(c, g, &t->file, &t->line);
     t->group_id = -1;
     if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
-        err_at(c, g, "a task must be a group { group = ...; steps = (...); }, not %s",
-               type_name(g));
+        cfg_err(c, g, "a task must be a group { group = ...; steps = (...); }, not %s",
+               cfg_type_name(g));
         return;
     }
-    check_keys(c, g, "a task", keys);
-    t->name = get_name(c, g, "name", false, "task name");
+    cfg_keys(c, g, "a task", keys);
+    t->name = cfg_name(c, g, "name", false, "task name");
     if (!t->name) t->name = arena_printf(c->a, "%s%d", phase_name(ph), index);
-    t->group = get_name(c, g, "group", true, "group name");
+    t->group = cfg_name(c, g, "group", true, "group name");
     const config_setting_t *steps = config_setting_get_member(g, "steps");
     if (!steps)
-        err_at(c, g, "task '%s' needs 'steps'", t->name);
+        cfg_err(c, g, "task '%s' needs 'steps'", t->name);
     else
         parse_steps(c, steps, &t->steps);
 }
@@ -544,10 +499,10 @@ static void parse_phase(struct cfg *c, const config_setting_t *root, enum phase_
     struct phase *p = &c->job->phases[ph];
     const config_setting_t *s = config_setting_get_member(root, phase_name(ph));
     if (!s) return;
-    locate(c, s, &(const char *){NULL}, &p->line);
+    cfg_locate(c, s, &(const char *){NULL}, &p->line);
     if (config_setting_type(s) != CONFIG_TYPE_LIST) {
-        err_at(c, s, "'%s' must be a list of tasks ( {...}, {...} ), not %s", phase_name(ph),
-               type_name(s));
+        cfg_err(c, s, "'%s' must be a list of tasks ( {...}, {...} ), not %s", phase_name(ph),
+               cfg_type_name(s));
         return;
     }
     p->n = config_setting_length(s);
@@ -563,8 +518,8 @@ static void parse_groups(struct cfg *c, const config_setting_t *root)
     const config_setting_t *s = config_setting_get_member(root, "groups");
     if (!s) return; /* a model section may generate them; plan.c checks there are some */
     if (config_setting_type(s) != CONFIG_TYPE_LIST) {
-        err_at(c, s, "'groups' must be a list ( { name = ...; ranks = ...; }, ... ), not %s",
-               type_name(s));
+        cfg_err(c, s, "'groups' must be a list ( { name = ...; ranks = ...; }, ... ), not %s",
+               cfg_type_name(s));
         return;
     }
     static const char *const keys[] = {"name", "ranks", NULL};
@@ -574,18 +529,18 @@ static void parse_groups(struct cfg *c, const config_setting_t *root)
     for (int i = 0; i < j->n_groups; i++) {
         const config_setting_t *g = config_setting_get_elem(s, (unsigned)i);
         struct group_spec *gs = &j->groups[i];
-        locate(c, g, &gs->file, &gs->line);
+        cfg_locate(c, g, &gs->file, &gs->line);
         if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
-            err_at(c, g, "a group entry must be { name = ...; ranks = ...; }, not %s",
-                   type_name(g));
+            cfg_err(c, g, "a group entry must be { name = ...; ranks = ...; }, not %s",
+                   cfg_type_name(g));
             continue;
         }
-        check_keys(c, g, "a group entry", keys);
-        gs->name = get_name(c, g, "name", true, "group name");
-        gs->ranks = get_int(c, g, "ranks", true, 1, 1, 1 << 24);
+        cfg_keys(c, g, "a group entry", keys);
+        gs->name = cfg_name(c, g, "name", true, "group name");
+        gs->ranks = cfg_int(c, g, "ranks", true, 1, 1, 1 << 24);
         for (int k = 0; k < i && gs->name; k++)
             if (j->groups[k].name && strcmp(j->groups[k].name, gs->name) == 0)
-                err_at(c, g, "group '%s' is declared twice (first at line %d)", gs->name,
+                cfg_err(c, g, "group '%s' is declared twice (first at line %d)", gs->name,
                        j->groups[k].line);
     }
 }
@@ -595,19 +550,19 @@ static void parse_stop(struct cfg *c, const config_setting_t *root)
     struct stop_spec *st = &c->job->stop;
     const config_setting_t *s = config_setting_get_member(root, "stop");
     if (!s) return;
-    locate(c, s, &st->file, &st->line);
+    cfg_locate(c, s, &st->file, &st->line);
     if (config_setting_type(s) != CONFIG_TYPE_GROUP) {
-        err_at(c, s, "'stop' must be a group { blobs = [...]; max_epochs = N; }");
+        cfg_err(c, s, "'stop' must be a group { blobs = [...]; max_epochs = N; }");
         return;
     }
-    static const char *const keys[] = {"blobs", "max_epochs", NULL};
-    check_keys(c, s, "stop", keys);
-    st->max_epochs = get_int(c, s, "max_epochs", false, 0, 1, INT64_MAX);
+    static const char *const keys[] = {"blobs", "max_epochs", "accuracy", "loss", NULL};
+    cfg_keys(c, s, "stop", keys); /* accuracy and loss: config_train.c */
+    st->max_epochs = cfg_int(c, s, "max_epochs", false, 0, 1, INT64_MAX);
     const config_setting_t *b = config_setting_get_member(s, "blobs");
     if (!b) return;
     int t = config_setting_type(b);
     if (t != CONFIG_TYPE_ARRAY && t != CONFIG_TYPE_LIST && t != CONFIG_TYPE_STRING) {
-        err_at(c, b, "'blobs' must list \"group/blob\" names, not %s", type_name(b));
+        cfg_err(c, b, "'blobs' must list \"group/blob\" names, not %s", cfg_type_name(b));
         return;
     }
     int n = t == CONFIG_TYPE_STRING ? 1 : config_setting_length(b);
@@ -615,30 +570,30 @@ static void parse_stop(struct cfg *c, const config_setting_t *root)
     for (int i = 0; i < n; i++) {
         const config_setting_t *e = t == CONFIG_TYPE_STRING ? b : config_setting_get_elem(b, (unsigned)i);
         struct stop_blob *sb = &st->blobs[st->n_blobs];
-        locate(c, e, &sb->file, &sb->line);
+        cfg_locate(c, e, &sb->file, &sb->line);
         const char *v = config_setting_get_string(e);
         const char *slash = v ? strchr(v, '/') : NULL;
         if (!slash) {
-            err_at(c, e, "stop blob must be written \"group/blob\"");
+            cfg_err(c, e, "stop blob must be written \"group/blob\"");
             continue;
         }
         sb->group = arena_strdup(c->a, v);
         ((char *)sb->group)[slash - v] = '\0';
         sb->blob = arena_strdup(c->a, slash + 1);
-        if (!valid_name(sb->group) || !valid_name(sb->blob)) {
-            err_at(c, e, "stop blob \"%s\" is not a valid \"group/blob\" name", v);
+        if (!cfg_valid_name(sb->group) || !cfg_valid_name(sb->blob)) {
+            cfg_err(c, e, "stop blob \"%s\" is not a valid \"group/blob\" name", v);
             continue;
         }
         st->n_blobs++;
     }
 }
 
-static const config_setting_t *section(struct cfg *c, const config_setting_t *root,
+const config_setting_t *cfg_section(struct cfg *c, const config_setting_t *root,
                                       const char *key, const char *example)
 {
     const config_setting_t *s = config_setting_get_member(root, key);
     if (s && config_setting_type(s) != CONFIG_TYPE_GROUP) {
-        err_at(c, s, "'%s' must be a group %s, not %s", key, example, type_name(s));
+        cfg_err(c, s, "'%s' must be a group %s, not %s", key, example, cfg_type_name(s));
         return NULL;
     }
     return s;
@@ -648,23 +603,23 @@ static void parse_checkpoint(struct cfg *c, const config_setting_t *root)
 {
     struct ckpt_spec *k = &c->job->ckpt;
     k->every = 1;
-    const config_setting_t *s = section(c, root, "checkpoint", "{ dir = ...; every = N; }");
+    const config_setting_t *s = cfg_section(c, root, "checkpoint", "{ dir = ...; every = N; }");
     if (!s) return;
     static const char *const keys[] = {"dir", "every", "keep", "on_failure", "upload", NULL};
-    check_keys(c, s, "checkpoint", keys);
-    k->dir = get_str(c, s, "dir", false, NULL);
-    k->every = get_int(c, s, "every", false, 1, 0, INT64_MAX);
-    k->keep = get_int(c, s, "keep", false, 0, 0, INT64_MAX);
-    const char *pol = get_str(c, s, "on_failure", false, "warn");
+    cfg_keys(c, s, "checkpoint", keys);
+    k->dir = cfg_str(c, s, "dir", false, NULL);
+    k->every = cfg_int(c, s, "every", false, 1, 0, INT64_MAX);
+    k->keep = cfg_int(c, s, "keep", false, 0, 0, INT64_MAX);
+    const char *pol = cfg_str(c, s, "on_failure", false, "warn");
     if (pol && strcmp(pol, "warn") && strcmp(pol, "abort"))
-        err_at(c, config_setting_get_member(s, "on_failure"),
+        cfg_err(c, config_setting_get_member(s, "on_failure"),
                "'on_failure' must be \"warn\" or \"abort\", not \"%s\"", pol);
     k->abort_on_failure = pol && strcmp(pol, "abort") == 0;
-    const config_setting_t *up = section(c, s, "upload", "{ to = \"DIR\"; }");
+    const config_setting_t *up = cfg_section(c, s, "upload", "{ to = \"DIR\"; }");
     if (up) {
         static const char *const ukeys[] = {"to", NULL};
-        check_keys(c, up, "checkpoint.upload", ukeys);
-        k->upload_to = get_str(c, up, "to", true, NULL);
+        cfg_keys(c, up, "checkpoint.upload", ukeys);
+        k->upload_to = cfg_str(c, up, "to", true, NULL);
     }
 }
 
@@ -672,18 +627,23 @@ static void parse_root(struct cfg *c, const config_setting_t *root)
 {
     static const char *const keys[] = {"name", "seed", "groups", "init", "epoch", "epoch_end",
                                        "steps_per_epoch", "download", "exit", "stop",
-                                       "checkpoint", NULL};
+                                       "checkpoint", "model", "data", "pipeline", "replicas",
+                                       "ps", "on_nan", "debug", NULL};
     struct job *j = c->job;
-    check_keys(c, root, "the job", keys);
-    j->name = get_name(c, root, "name", true, "job name");
-    j->seed = get_int(c, root, "seed", false, 0, 0, INT64_MAX);
-    j->steps_per_epoch = get_int(c, root, "steps_per_epoch", false, 1, 1, INT64_MAX);
+    cfg_keys(c, root, "the job", keys);
+    j->name = cfg_name(c, root, "name", true, "job name");
+    j->seed = cfg_int(c, root, "seed", false, 0, 0, INT64_MAX);
+    j->steps_per_epoch = cfg_int(c, root, "steps_per_epoch", false, 0, 1, INT64_MAX);
     parse_groups(c, root);
     for (int p = 0; p < N_PHASES; p++) parse_phase(c, root, (enum phase_id)p);
     parse_stop(c, root);
     parse_checkpoint(c, root);
-    if (j->phases[PHASE_EPOCH].n > 0 && j->stop.n_blobs == 0 && j->stop.max_epochs == 0)
-        err_at(c, config_setting_get_member(root, "epoch"),
+    cfg_train(c, root);
+    if (!j->train && j->steps_per_epoch == 0) j->steps_per_epoch = 1;
+    bool stops = j->stop.n_blobs || j->stop.max_epochs ||
+                 (j->train && (j->train->stop_on_accuracy || j->train->stop_on_loss));
+    if ((j->phases[PHASE_EPOCH].n > 0 || j->train) && !stops)
+        cfg_err(c, j->train ? root : config_setting_get_member(root, "epoch"),
                "the job has epoch tasks but no stop condition: "
                "give stop = { blobs = [...]; } or stop.max_epochs");
 }
@@ -781,13 +741,13 @@ static int parse_value(config_t *tmp, const char *text)
 static bool set_scalar(config_setting_t *d, const config_setting_t *src)
 {
     int td = config_setting_type(d), ts = config_setting_type(src);
-    if (td == CONFIG_TYPE_INT64 && is_int(src))
+    if (td == CONFIG_TYPE_INT64 && cfg_is_int(src))
         return config_setting_set_int64(d, config_setting_get_int64(src));
-    if (td == CONFIG_TYPE_INT && is_int(src)) {
+    if (td == CONFIG_TYPE_INT && cfg_is_int(src)) {
         long long v = config_setting_get_int64(src);
         return v >= INT32_MIN && v <= INT32_MAX && config_setting_set_int(d, (int)v);
     }
-    if (td == CONFIG_TYPE_FLOAT && (ts == CONFIG_TYPE_FLOAT || is_int(src)))
+    if (td == CONFIG_TYPE_FLOAT && (ts == CONFIG_TYPE_FLOAT || cfg_is_int(src)))
         return config_setting_set_float(d, ts == CONFIG_TYPE_FLOAT
                                                ? config_setting_get_float(src)
                                                : (double)config_setting_get_int64(src));

@@ -1,9 +1,13 @@
 /* Example and test data sets; see include/cairn/datagen.h. */
 #include "cairn/datagen.h"
 
+#include "cairn/coll.h"
 #include "cairn/error.h"
 #include "cairn/h5util.h"
+#include "cairn/partition.h"
+#include "cairn/rng.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 int datagen_range(const char *file, const char *dataset, int64_t start, int64_t count)
@@ -28,4 +32,122 @@ cleanup:
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
     free(v);
     return rc;
+}
+
+struct teacher {
+    int64_t d, h, k;
+    double *w1, *w2; /* [d, h], [h, k] */
+};
+
+static int teacher_make(struct teacher *t, int64_t d, int64_t h, int64_t k, uint64_t seed)
+{
+    *t = (struct teacher){.d = d, .h = h, .k = k};
+    t->w1 = malloc((size_t)(d * h) * sizeof *t->w1);
+    t->w2 = malloc((size_t)(h * k) * sizeof *t->w2);
+    if (!t->w1 || !t->w2) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    for (int64_t i = 0; i < d * h; i++)
+        t->w1[i] = rng_normal(seed, RNG_STREAM_SYNTH_TEACHER, (uint64_t)i) / sqrt((double)d);
+    for (int64_t i = 0; i < h * k; i++)
+        t->w2[i] = 3 * rng_normal(seed, RNG_STREAM_SYNTH_TEACHER + 1, (uint64_t)i) / sqrt((double)h);
+    return 0;
+}
+
+static int32_t teacher_label(const struct teacher *t, const float *x, double *hid)
+{
+    for (int64_t j = 0; j < t->h; j++) {
+        double s = 0;
+        for (int64_t i = 0; i < t->d; i++) s += x[i] * t->w1[i * t->h + j];
+        hid[j] = tanh(s);
+    }
+    int32_t best = 0;
+    double bv = -INFINITY;
+    for (int64_t c = 0; c < t->k; c++) {
+        double s = 0;
+        for (int64_t j = 0; j < t->h; j++) s += hid[j] * t->w2[j * t->k + c];
+        if (s > bv) {
+            bv = s;
+            best = (int32_t)c;
+        }
+    }
+    return best;
+}
+
+/* Collective: one dataset, each rank writing rows [lo, lo + n). */
+static int write_rows(hid_t f, const char *name, hid_t type, int nd, const hsize_t *dims,
+                      int64_t lo, int64_t n, const void *data)
+{
+    int rc = 0;
+    hsize_t start[2] = {(hsize_t)lo, 0}, count[2] = {(hsize_t)n, nd > 1 ? dims[1] : 1};
+    hid_t fs = H5Screate_simple(nd, dims, NULL), ms = H5Screate_simple(nd, count, NULL);
+    hid_t d = H5I_INVALID_HID, x = H5Pcreate(H5P_DATASET_XFER);
+    CAIRN_CHECK_H5(fs);
+    CAIRN_CHECK_H5(ms);
+    CAIRN_CHECK_H5(x);
+    CAIRN_CHECK_H5(H5Pset_dxpl_mpio(x, H5FD_MPIO_COLLECTIVE));
+    d = H5Dcreate2(f, name, type, fs, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    CAIRN_CHECK_H5(d);
+    if (n)
+        CAIRN_CHECK_H5(H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL));
+    else
+        CAIRN_CHECK_H5(H5Sselect_none(fs) < 0 || H5Sselect_none(ms) < 0 ? -1 : 0);
+    CAIRN_CHECK_H5(H5Dwrite(d, type, ms, fs, x, data));
+cleanup:
+    if (d >= 0) H5Dclose(d);
+    if (x >= 0) H5Pclose(x);
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    return rc;
+}
+
+static int synth_rows(const struct teacher *t, uint64_t seed, int64_t lo, int64_t n, float *x,
+                      int32_t *y)
+{
+    double *hid = malloc((size_t)(t->h + 1) * sizeof *hid);
+    if (!hid) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    for (int64_t r = 0; r < n; r++) {
+        for (int64_t j = 0; j < t->d; j++)
+            x[r * t->d + j] = (float)rng_normal(seed, RNG_STREAM_SYNTH_X(lo + r), (uint64_t)j);
+        y[r] = teacher_label(t, x + r * t->d, hid);
+    }
+    free(hid);
+    return 0;
+}
+
+int datagen_synth(MPI_Comm comm, const char *file, int64_t samples, int64_t features,
+                  int64_t classes, int64_t hidden, int64_t seed)
+{
+    int rc = 0, me = 0, size = 1;
+    struct teacher t = {0};
+    float *x = NULL;
+    int32_t *y = NULL;
+    hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID;
+    int64_t lo, hi;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &size);
+    block_range(samples, size, me, &lo, &hi);
+    rc = teacher_make(&t, features, hidden, classes, (uint64_t)seed);
+    if (rc == 0) {
+        x = malloc((size_t)((hi - lo) * features + 1) * sizeof *x);
+        y = malloc((size_t)(hi - lo + 1) * sizeof *y);
+        rc = x && y ? synth_rows(&t, (uint64_t)seed, lo, hi - lo, x, y)
+                    : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    }
+    CAIRN_CHECK(coll_agree(comm, rc));
+    h5_quiet();
+    fapl = H5Pcreate(H5P_FILE_ACCESS);
+    CAIRN_CHECK_H5(fapl);
+    CAIRN_CHECK_H5(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL));
+    f = H5Fcreate(file, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (f < 0) CAIRN_FAIL(CAIRN_EIO, "cannot create %s", file);
+    hsize_t fd[2] = {(hsize_t)samples, (hsize_t)features}, ld[1] = {(hsize_t)samples};
+    CAIRN_CHECK(write_rows(f, "features", H5T_NATIVE_FLOAT, 2, fd, lo, hi - lo, x));
+    CAIRN_CHECK(write_rows(f, "labels", H5T_NATIVE_INT32, 1, ld, lo, hi - lo, y));
+cleanup:
+    if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
+    if (fapl >= 0) H5Pclose(fapl);
+    free(x);
+    free(y);
+    free(t.w1);
+    free(t.w2);
+    return coll_agree(comm, rc);
 }

@@ -4,6 +4,7 @@
 #include "cairn/arena.h"
 #include "cairn/diag.h"
 #include "cairn/error.h"
+#include "cairn/trainplan.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -31,23 +32,30 @@ int group_find_blob(const struct group *g, const char *name)
     return -1;
 }
 
-static void place_groups(struct plan *p)
+/* Groups in declaration order (a model's groups first); ranks follow. */
+static int place_groups(struct plan *p, struct diags *d)
 {
     const struct job *j = p->job;
-    p->n_groups = j->n_groups;
+    struct group *gen = NULL;
+    int n_gen = 0, rc = 0;
+    if (j->train) CAIRN_CHECK(trainplan_groups(p, &gen, &n_gen, d));
+    p->n_groups = n_gen + j->n_groups;
     p->groups = arena_alloc(p->arena, (size_t)(p->n_groups + 1) * sizeof *p->groups);
+    for (int i = 0; i < n_gen; i++) p->groups[i] = gen[i];
+    for (int i = 0; i < j->n_groups; i++)
+        p->groups[n_gen + i] = (struct group){.name = j->groups[i].name,
+                                              .nranks = (int)j->groups[i].ranks,
+                                              .file = j->groups[i].file,
+                                              .line = j->groups[i].line};
     int next = 0;
-    for (int i = 0; i < j->n_groups; i++) {
-        struct group *g = &p->groups[i];
-        g->name = j->groups[i].name;
-        g->nranks = (int)j->groups[i].ranks;
-        g->first = next;
-        g->file = j->groups[i].file;
-        g->line = j->groups[i].line;
-        g->n_lanes = 1;
-        next += g->nranks;
+    for (int i = 0; i < p->n_groups; i++) {
+        p->groups[i].first = next;
+        p->groups[i].n_lanes = 1;
+        next += p->groups[i].nranks;
     }
     p->used_ranks = next;
+cleanup:
+    return rc;
 }
 
 /* "the job needs 5 ranks (main: 2, ps: 3) but has 4" */
@@ -92,8 +100,13 @@ int plan_build(const struct job *job, int nranks, struct plan **out, struct diag
     p->arena = a;
     p->job = job;
     *out = NULL;
-    place_groups(p);
+    CAIRN_CHECK(place_groups(p, d));
     p->nranks = nranks > 0 ? nranks : p->used_ranks;
+    p->steps_per_epoch = job->steps_per_epoch;
+    p->n_stop_blobs = job->stop.n_blobs;
+    p->stop_blobs = arena_alloc(a, (size_t)(p->n_stop_blobs + 1) * sizeof *p->stop_blobs);
+    if (p->n_stop_blobs)
+        memcpy(p->stop_blobs, job->stop.blobs, (size_t)p->n_stop_blobs * sizeof *p->stop_blobs);
     if (p->n_groups == 0) {
         diags_add(d, job->file, 1, "the job declares no groups (give groups = ( ... ))");
         CAIRN_FAIL(CAIRN_EINPUT, "no groups");
@@ -103,6 +116,7 @@ int plan_build(const struct job *job, int nranks, struct plan **out, struct diag
         CAIRN_FAIL(CAIRN_EINPUT, "too few ranks");
     }
     if (bind_tasks(p, d)) CAIRN_FAIL(CAIRN_EINPUT, "tasks name unknown groups");
+    if (job->train) CAIRN_CHECK(trainplan_tasks(p));
     *out = p;
     p = NULL;
 cleanup:

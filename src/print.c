@@ -97,9 +97,11 @@ static void print_ranks(struct strbuf *b, const struct group *g)
 static void print_phase(struct strbuf *b, const struct plan *p, enum phase_id ph)
 {
     const struct phase *phase = &p->phases[ph];
-    if (ph == PHASE_EPOCH)
-        strbuf_addf(b, "epoch (%" PRId64 " step%s per epoch):\n", p->job->steps_per_epoch,
-                    p->job->steps_per_epoch == 1 ? "" : "s");
+    if (ph == PHASE_EPOCH && p->steps_per_epoch == 0)
+        strbuf_add(b, "epoch (steps: one pass over the training data):\n");
+    else if (ph == PHASE_EPOCH)
+        strbuf_addf(b, "epoch (%" PRId64 " step%s per epoch):\n", p->steps_per_epoch,
+                    p->steps_per_epoch == 1 ? "" : "s");
     else
         strbuf_addf(b, "%s:\n", phase_name(ph));
     if (phase->n == 0) strbuf_add(b, "  (none)\n");
@@ -117,10 +119,10 @@ static void print_stop(struct strbuf *b, const struct plan *p)
 {
     const struct stop_spec *s = &p->job->stop;
     strbuf_add(b, "stop:\n");
-    for (int i = 0; i < s->n_blobs; i++)
-        strbuf_addf(b, "  when %s/%s\n", s->blobs[i].group, s->blobs[i].blob);
+    for (int i = 0; i < p->n_stop_blobs; i++)
+        strbuf_addf(b, "  when %s/%s\n", p->stop_blobs[i].group, p->stop_blobs[i].blob);
     if (s->max_epochs) strbuf_addf(b, "  max_epochs = %" PRId64 "\n", s->max_epochs);
-    if (!s->n_blobs && !s->max_epochs) strbuf_add(b, "  (after the first epoch)\n");
+    if (!p->n_stop_blobs && !s->max_epochs) strbuf_add(b, "  (after the first epoch)\n");
 }
 
 int plan_print(const struct plan *p, FILE *out)

@@ -12,6 +12,7 @@
 #include "cairn/runlog.h"
 #include "cairn/runtime.h"
 #include "cairn/strbuf.h"
+#include "cairn/train.h"
 #include "cairn/version.h"
 #include "cairn/workspace.h"
 
@@ -121,7 +122,7 @@ static int run_phase(struct runtime *rt, enum phase_id ph)
     if (rt->plan->phases[ph].n == 0) return 0;
     double t0 = now();
     run_tasks(rt, ph);
-    CAIRN_CHECK_MPI(MPI_Barrier(rt->layout->world));
+    CAIRN_CHECK(coll_barrier(rt->layout->world));
     double dt = now() - t0;
     if (is_root(rt)) {
         char fields[128];
@@ -144,8 +145,8 @@ static int stop_flags(struct runtime *rt, int *flags)
             flags[i] = tensor_any(&rt->ws->v[p->stops[i].blob].t);
     }
     if (p->n_stops)
-        CAIRN_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, flags, p->n_stops, MPI_INT, MPI_MAX,
-                                      rt->layout->world));
+        CAIRN_CHECK(coll_allreduce(MPI_IN_PLACE, flags, p->n_stops, MPI_INT, MPI_MAX,
+                                   rt->layout->world));
 cleanup:
     return rc;
 }
@@ -178,13 +179,37 @@ cleanup:
 static int run_epoch(struct runtime *rt, int64_t e)
 {
     rt->epoch = e;
-    const struct job *j = rt->plan->job;
-    for (int64_t s = 1; s <= j->steps_per_epoch; s++) {
+    double t0 = now();
+    for (int64_t s = 1; s <= rt->steps_per_epoch; s++) {
         rt->step = s;
         run_tasks(rt, PHASE_EPOCH);
     }
+    rt->train_seconds = now() - t0;
     run_tasks(rt, PHASE_EPOCH_END);
     return 0;
+}
+
+/* Rank 0 logs the epoch; model jobs add their throughput. */
+static int log_epoch(struct runtime *rt, int64_t e, double dt)
+{
+    int rc = 0;
+    int64_t samples = 0;
+    double pipe = 0;
+    char fields[256], extra[128] = "";
+    if (rt->train) CAIRN_CHECK(trainer_epoch_stats(rt->train, &samples, &pipe));
+    if (!is_root(rt)) return 0;
+    int n = snprintf(fields, sizeof fields, "\"seconds\":%.6f", dt);
+    if (rt->train) {
+        snprintf(fields + n, sizeof fields - (size_t)n,
+                 ",\"samples\":%lld,\"train_seconds\":%.6f,\"pipe_seconds\":%.6f",
+                 (long long)samples, rt->train_seconds, pipe);
+        snprintf(extra, sizeof extra, " (%lld samples, %.0f samples/s in the steps)",
+                 (long long)samples, rt->train_seconds > 0 ? (double)samples / rt->train_seconds : 0);
+    }
+    runlog_line(rt->log, "epoch %lld done in %.3f s%s", (long long)e, dt, extra);
+    runlog_metric(rt->log, "epoch", e, rt->step, fields);
+cleanup:
+    return rc;
 }
 
 /* Epochs from the one after m->epoch until a stop condition holds,
@@ -205,13 +230,7 @@ static int run_epochs(struct runtime *rt, struct ckpt_meta *m)
         CAIRN_CHECK(should_stop(rt, e, &by_blob, &by_max));
         stop = by_blob || by_max;
         *m = (struct ckpt_meta){.epoch = e, .step = 0, .done = by_blob};
-        double dt = now() - t0;
-        if (is_root(rt)) {
-            char fields[64];
-            runlog_line(rt->log, "epoch %lld done in %.3f s", (long long)e, dt);
-            snprintf(fields, sizeof fields, "\"seconds\":%.6f", dt);
-            runlog_metric(rt->log, "epoch", e, rt->step, fields);
-        }
+        CAIRN_CHECK(log_epoch(rt, e, now() - t0));
         if (stop || e % ckpt_every(rt->ckpt) == 0) CAIRN_CHECK(ckpt_save(rt->ckpt, m));
     }
 cleanup:
@@ -257,12 +276,18 @@ static int setup(MPI_Comm world, const struct plan *p, const struct run_opts *o,
     if (rc == 0) rc = reader_cache_create(&rt->readers);
     CAIRN_CHECK(coll_agree(world, rc));
     CAIRN_CHECK(ckpt_open(rt, &p->job->ckpt, &o->resume, &rt->ckpt));
+    rt->steps_per_epoch = p->steps_per_epoch;
+    if (p->train) {
+        CAIRN_CHECK(trainer_create(rt, &rt->train));
+        rt->steps_per_epoch = trainer_steps_per_epoch(rt->train);
+    }
 cleanup:
     return rc;
 }
 
 static void teardown(struct runtime *rt)
 {
+    trainer_destroy(&rt->train);
     ckpt_close(&rt->ckpt);
     reader_cache_destroy(&rt->readers);
     workspace_destroy(&rt->ws);
@@ -283,6 +308,7 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
     CAIRN_CHECK(start(&rt, &m));
     int64_t first = m.epoch;
     CAIRN_CHECK(run_epochs(&rt, &m));
+    if (rt.train) CAIRN_CHECK(trainer_quiesce(rt.train));
     CAIRN_CHECK(ckpt_upload(rt.ckpt));
     CAIRN_CHECK(run_phase(&rt, PHASE_DOWNLOAD));
     CAIRN_CHECK(run_phase(&rt, PHASE_EXIT));

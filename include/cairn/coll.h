@@ -14,4 +14,14 @@ int coll_agree(MPI_Comm comm, int rc);
  * size entries there; may be NULL elsewhere). */
 int coll_gather_double(MPI_Comm comm, double mine, double *vals);
 
+/* Wait for requests without spinning a core: a short busy phase, then
+ * sleeps of up to 0.2 ms.  Ranks often share cores (here, and on nodes
+ * running more ranks than cores), and a rank that busy-polls starves the
+ * ones it waits for. */
+int coll_wait(int n, MPI_Request *reqs);
+/* MPI_Barrier and MPI_Allreduce that wait that way (collective on comm). */
+int coll_barrier(MPI_Comm comm);
+int coll_allreduce(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op,
+                   MPI_Comm comm);
+
 #endif

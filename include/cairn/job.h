@@ -4,6 +4,7 @@
 #ifndef CAIRN_JOB_H
 #define CAIRN_JOB_H
 
+#include "cairn/nn.h"
 #include "cairn/op.h"
 
 #include <stdbool.h>
@@ -95,6 +96,51 @@ struct ckpt_spec {
     const char *upload_to; /* NULL: no upload */
 };
 
+/* ---- distributed training (the model, data, pipeline, replicas and ps
+ * sections; see cairn-job(5)) ---- */
+
+enum recompute { RECOMPUTE_ALWAYS, RECOMPUTE_EXCEPT_LAST, RECOMPUTE_NEVER };
+enum schedule { SCHEDULE_GPIPE, SCHEDULE_1F1B };
+enum optimizer { OPT_SGD, OPT_MOMENTUM, OPT_ADAM };
+
+struct layer_spec {
+    int64_t units;
+    enum act act;
+};
+
+struct train_spec {
+    const char *file; /* where the model section is, for messages */
+    int line;
+    /* model */
+    int64_t inputs;
+    struct layer_spec *layers;
+    int n_layers;
+    enum loss loss;
+    enum dtype dtype;
+    /* data */
+    const char *data_file, *features, *labels, *holdout_file;
+    double holdout; /* fraction of the rows, taken from the end */
+    int64_t batch, eval_batch;
+    bool shuffle;
+    int data_line;
+    /* pipeline */
+    int64_t stages, chunks;
+    int64_t *balance; /* layers per stage */
+    enum recompute recompute;
+    enum schedule schedule;
+    int64_t replicas;
+    /* ps */
+    int64_t shards;
+    enum optimizer opt;
+    double lr, weight_decay, momentum, beta1, beta2, eps;
+    /* behaviour */
+    bool abort_on_nan;
+    const char *debug_grads; /* write the first step's gradients here */
+    bool debug_gatherv;      /* time an MPI_Gatherv of the download's bytes too */
+    bool stop_on_accuracy, stop_on_loss;
+    double stop_accuracy, stop_loss;
+};
+
 struct job {
     struct arena *arena;
     const char *file; /* the job file as given */
@@ -103,9 +149,10 @@ struct job {
     struct group_spec *groups;
     int n_groups;
     struct phase phases[N_PHASES];
-    int64_t steps_per_epoch;
+    int64_t steps_per_epoch; /* 0: one pass over the training data (model jobs) */
     struct stop_spec stop;
     struct ckpt_spec ckpt;
+    struct train_spec *train; /* NULL without a model section */
 };
 
 void job_destroy(struct job **job);

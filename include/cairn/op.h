@@ -54,7 +54,10 @@ struct op_node; /* include/cairn/job.h */
 
 /* Arguments of an op's type inference: fill out[], report problems with
  * infer_error (which names the op's FILE:LINE). */
+struct plan;
+
 struct infer {
+    const struct plan *plan;
     const struct op_node *op;
     const struct blob_type *in; /* n_in entries */
     struct blob_type *out;      /* n_out entries, zeroed */
@@ -98,5 +101,9 @@ const struct op_def *op_find(const char *name);
 const struct op_def *const *op_all(int *n);
 /* Index of a parameter in def->params, or -1. */
 int op_param_index(const struct op_def *def, const char *key);
+/* Index of s in "a|b|c", or -1. */
+int op_choice_index(const char *choices, const char *s);
+/* Fill pv (one per parameter) with the table's defaults. */
+void op_set_defaults(const struct op_def *def, struct pval *pv);
 
 #endif

@@ -32,6 +32,18 @@ struct stop_ref {
     int blob;
 };
 
+/* A model job's shape: which groups are pipeline stages and PS shards, and
+ * which layers each stage holds (planned by trainplan.c). */
+struct train_plan {
+    const struct train_spec *spec;
+    int stages, replicas, shards;
+    int *stage_group;   /* plan group of each stage */
+    int ps_group;
+    int *first_layer;   /* stage s holds layers first_layer[s] .. first_layer[s+1]-1 */
+    int64_t *dims;      /* dims[0] = inputs, dims[l+1] = units of layer l */
+    int n_layers;
+};
+
 struct plan {
     struct arena *arena;
     const struct job *job;
@@ -40,8 +52,12 @@ struct plan {
     struct group *groups;
     int n_groups;
     struct phase phases[N_PHASES];
-    struct stop_ref *stops;
+    struct stop_blob *stop_blobs; /* the job's and the planner's, by name */
+    int n_stop_blobs;
+    struct stop_ref *stops; /* resolved by analyze */
     int n_stops;
+    int64_t steps_per_epoch; /* 0: one pass over the training data, known at run time */
+    struct train_plan *train; /* NULL without a model */
 };
 
 /* Resolve `job` for `nranks` ranks: place groups in declaration order, bind

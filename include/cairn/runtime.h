@@ -14,6 +14,7 @@ struct workspace;
 struct runlog;
 struct reader_cache;
 struct ckpt_mgr;
+struct trainer;
 
 struct runtime {
     const struct plan *plan;
@@ -22,7 +23,10 @@ struct runtime {
     struct runlog *log;
     struct reader_cache *readers;
     struct ckpt_mgr *ckpt;
+    struct trainer *train; /* model jobs: this rank's training context */
     const char *run_dir;
+    int64_t steps_per_epoch;
+    double train_seconds; /* the last epoch's steps, without epoch_end */
     enum phase_id phase;
     int64_t epoch; /* the epoch running (1-based), or the last one run */
     int64_t step;  /* the step running in it (1-based), 0 outside epochs */

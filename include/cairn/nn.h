@@ -1,0 +1,48 @@
+/* Dense layers, activations and losses: the arithmetic of training, one
+ * set of kernels for the pipeline stages and the single-process reference
+ * alike, so both compute every number the same way.  Row-major; BLAS
+ * (OpenBLAS, one thread per rank) for the products.  f32 or f64. */
+#ifndef CAIRN_NN_H
+#define CAIRN_NN_H
+
+#include "cairn/tensor.h"
+
+#include <stdint.h>
+
+enum act { ACT_IDENTITY, ACT_RELU, ACT_TANH, ACT_SIGMOID };
+enum loss { LOSS_SOFTMAX_CE, LOSS_MSE };
+
+enum act act_parse(const char *s, bool *ok);
+const char *act_name(enum act a);
+enum loss loss_parse(const char *s, bool *ok);
+const char *loss_name(enum loss l);
+
+/* y[n, out] = act(x[n, in] W[in, out] + b[out]). */
+void nn_forward(enum dtype dt, int64_t n, int64_t in, int64_t out, const void *x, const void *W,
+                const void *b, enum act a, void *y);
+
+/* Backward through one layer whose input was x and output y.  dy (the
+ * gradient with respect to y) is turned into the gradient with respect to
+ * the pre-activation in place; then dW += x^T dy, db += the column sums of
+ * dy (rows in order), and, unless dx is NULL, dx = dy W^T. */
+void nn_backward(enum dtype dt, int64_t n, int64_t in, int64_t out, const void *x, const void *W,
+                 const void *y, enum act a, void *dy, void *dW, void *db, void *dx);
+
+/* The loss of outputs z[n, k] against class labels (labels, n entries) or
+ * targets (targets, [n, k]); one of the two is NULL.  Softmax cross-entropy
+ * needs labels; mean squared error takes either (labels as one-hot).
+ * Returns the sum of the per-sample losses; *correct counts the rows whose
+ * largest output is the label (or the targets' largest).  If dz is not
+ * NULL it receives dLoss/dz with the loss averaged over `batch` samples
+ * (the whole mini-batch this part belongs to). */
+double nn_loss(enum dtype dt, enum loss l, int64_t n, int64_t k, const void *z,
+               const int32_t *labels, const void *targets, int64_t batch, void *dz,
+               int64_t *correct);
+
+/* Multiply-adds of one sample through the layers (for FLOP counts). */
+double nn_macs(int n_layers, const int64_t *dims);
+
+/* The best GFLOP/s of `reps` single-precision n x n x n products. */
+int nn_sgemm_gflops(int n, int reps, double *gflops);
+
+#endif

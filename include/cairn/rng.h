@@ -1,0 +1,26 @@
+/* Counter-based random numbers: every value is a pure function of (seed,
+ * stream, counter), so no generator state exists to save or to split, and
+ * the values do not depend on which rank computes them.  Streams name the
+ * purpose (parameter k's initial values, epoch e's shuffle, ...). */
+#ifndef CAIRN_RNG_H
+#define CAIRN_RNG_H
+
+#include <stdint.h>
+
+uint64_t rng_u64(uint64_t seed, uint64_t stream, uint64_t counter);
+/* Uniform in [0, 1) with 53 random bits. */
+double rng_uniform(uint64_t seed, uint64_t stream, uint64_t counter);
+/* Standard normal (Box-Muller on counters 2c and 2c+1). */
+double rng_normal(uint64_t seed, uint64_t stream, uint64_t counter);
+
+/* Streams used by cairn (documented in cairn-job(5)). */
+#define RNG_STREAM_PARAM(k) (UINT64_C(0x100000) + (uint64_t)(k))
+#define RNG_STREAM_SHUFFLE(pass) (UINT64_C(0x200000000) + (uint64_t)(pass))
+#define RNG_STREAM_SYNTH_X(row) (UINT64_C(0x1000000000000) + (uint64_t)(row))
+#define RNG_STREAM_SYNTH_TEACHER UINT64_C(0x300000)
+
+/* The permutation of 0..n-1 for one pass over the data (Fisher-Yates
+ * driven by the counters); perm has n entries. */
+void rng_permutation(uint64_t seed, uint64_t pass, int64_t n, int64_t *perm);
+
+#endif

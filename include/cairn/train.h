@@ -1,0 +1,37 @@
+/* Distributed training at run time: the context of one rank of a model
+ * job, and the kernels of the ops the planner generates for it
+ * (src/trainplan.c): ps_init, ps_step, train_step, evaluate, download,
+ * save_model. */
+#ifndef CAIRN_TRAIN_H
+#define CAIRN_TRAIN_H
+
+#include <stdint.h>
+
+struct runtime;
+struct trainer;
+struct op_call;
+
+/* Collective on the world: this rank's role, its data (checked: shapes,
+ * types, label range; errors name the dataset, CAIRN_EINPUT), buffers and
+ * the download's process grids. */
+int trainer_create(struct runtime *rt, struct trainer **out);
+void trainer_destroy(struct trainer **t);
+/* Steps in one pass over the training data, the same on every rank. */
+int64_t trainer_steps_per_epoch(const struct trainer *t);
+/* Collective on the world, after an epoch: the samples trained on and the
+ * longest time any stage spent in its pipeline schedules during the
+ * epoch (the counters then restart). */
+int trainer_epoch_stats(struct trainer *t, int64_t *samples, double *pipe_seconds);
+/* Collective on the world: complete the parameters' last publication
+ * (trainers receive it, shards finish sending), so no message is left in
+ * flight when the epochs end or the job stops. */
+int trainer_quiesce(struct trainer *t);
+
+int train_op_ps_init(struct op_call *c);
+int train_op_ps_step(struct op_call *c);
+int train_op_step(struct op_call *c);
+int train_op_evaluate(struct op_call *c);
+int train_op_download(struct op_call *c);
+int train_op_save_model(struct op_call *c);
+
+#endif

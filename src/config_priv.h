@@ -1,0 +1,50 @@
+/* Private to the config module (config.c, config_train.c): the parse state
+ * and the typed getters every job-file key goes through. */
+#ifndef CAIRN_CONFIG_PRIV_H
+#define CAIRN_CONFIG_PRIV_H
+
+#include <libconfig.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct override {
+    config_setting_t *s;
+    const char *text;
+};
+
+struct cfg {
+    struct job *job;
+    struct arena *a;
+    struct diags *d;
+    const char *path;
+    struct override *ov;
+    int n_ov;
+    int errors;
+    const char *src_raw;  /* last file name libconfig gave, and our copy: */
+    const char *src_copy; /* libconfig's strings die with its config_t */
+};
+
+void cfg_locate(struct cfg *c, const config_setting_t *s, const char **file, int *line);
+void cfg_err(struct cfg *c, const config_setting_t *s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+const char *cfg_type_name(const config_setting_t *s);
+/* Reject keys of group g not in `allowed` (NULL-terminated). */
+void cfg_keys(struct cfg *c, const config_setting_t *g, const char *what,
+              const char *const *allowed);
+bool cfg_is_int(const config_setting_t *s);
+bool cfg_valid_name(const char *s);
+int64_t cfg_int(struct cfg *c, const config_setting_t *g, const char *key, bool required,
+                int64_t dflt, int64_t lo, int64_t hi);
+const char *cfg_str(struct cfg *c, const config_setting_t *g, const char *key, bool required,
+                    const char *dflt);
+const char *cfg_name(struct cfg *c, const config_setting_t *g, const char *key, bool required,
+                     const char *what);
+/* A group-valued key, or NULL (absent, or reported as not a group). */
+const config_setting_t *cfg_section(struct cfg *c, const config_setting_t *root, const char *key,
+                                    const char *example);
+
+/* config_train.c: the model, data, pipeline, replicas, ps, on_nan, debug
+ * sections and stop.accuracy / stop.loss. */
+void cfg_train(struct cfg *c, const config_setting_t *root);
+
+#endif

@@ -1,0 +1,280 @@
+/* The training sections of a job file: model, data, pipeline, replicas,
+ * ps, on_nan, debug, and stop.accuracy / stop.loss (cairn-job(5)).  Part
+ * of the config module: every key is read and checked here once. */
+#include "cairn/arena.h"
+#include "cairn/job.h"
+#include "config_priv.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* A number in [lo, hi] (an integer is fine); absent -> dflt. */
+static double cfg_num(struct cfg *c, const config_setting_t *g, const char *key, double dflt,
+                      double lo, double hi, bool *present)
+{
+    const config_setting_t *s = config_setting_get_member(g, key);
+    if (present) *present = s != NULL;
+    if (!s) return dflt;
+    double v;
+    if (config_setting_type(s) == CONFIG_TYPE_FLOAT)
+        v = config_setting_get_float(s);
+    else if (cfg_is_int(s))
+        v = (double)config_setting_get_int64(s);
+    else {
+        cfg_err(c, s, "'%s' must be a number, not %s", key, cfg_type_name(s));
+        return dflt;
+    }
+    if (!(v >= lo && v <= hi)) {
+        cfg_err(c, s, "'%s' must be in [%g, %g], got %g", key, lo, hi, v);
+        return dflt;
+    }
+    return v;
+}
+
+/* One of a fixed set of words; returns its index. */
+static int cfg_choice(struct cfg *c, const config_setting_t *g, const char *key,
+                      const char *const *words, int dflt, const char *what)
+{
+    const char *v = cfg_str(c, g, key, false, NULL);
+    if (!v) return dflt;
+    for (int i = 0; words[i]; i++)
+        if (strcmp(v, words[i]) == 0) return i;
+    char list[256] = "";
+    for (int i = 0; words[i]; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s\"%s\"", i ? ", " : "",
+                 words[i]);
+    cfg_err(c, config_setting_get_member(g, key), "%s must be one of %s, not \"%s\"", what, list, v);
+    return dflt;
+}
+
+static void parse_layers(struct cfg *c, const config_setting_t *m, struct train_spec *t)
+{
+    const config_setting_t *ls = config_setting_get_member(m, "layers");
+    if (!ls) {
+        cfg_err(c, m, "model needs 'layers' ( { units = N; activation = \"relu\"; }, ... )");
+        return;
+    }
+    if (config_setting_type(ls) != CONFIG_TYPE_LIST || config_setting_length(ls) < 1) {
+        cfg_err(c, ls, "'layers' must be a non-empty list of { units = N; activation = ...; }");
+        return;
+    }
+    if (config_setting_length(ls) > 64) {
+        cfg_err(c, ls, "the model has %d layers; cairn supports up to 64", config_setting_length(ls));
+        return;
+    }
+    static const char *const keys[] = {"units", "activation", NULL};
+    static const char *const acts[] = {"identity", "relu", "tanh", "sigmoid", NULL};
+    t->n_layers = config_setting_length(ls);
+    t->layers = arena_alloc(c->a, (size_t)t->n_layers * sizeof *t->layers);
+    for (int i = 0; i < t->n_layers; i++) {
+        const config_setting_t *l = config_setting_get_elem(ls, (unsigned)i);
+        if (config_setting_type(l) != CONFIG_TYPE_GROUP) {
+            cfg_err(c, l, "a layer must be { units = N; activation = \"relu\"; }");
+            continue;
+        }
+        cfg_keys(c, l, "a layer", keys);
+        t->layers[i].units = cfg_int(c, l, "units", true, 1, 1, 1 << 24);
+        t->layers[i].act = (enum act)cfg_choice(c, l, "activation", acts, ACT_IDENTITY, "activation");
+    }
+}
+
+static void parse_model(struct cfg *c, const config_setting_t *m, struct train_spec *t)
+{
+    static const char *const keys[] = {"inputs", "layers", "loss", "dtype", NULL};
+    static const char *const losses[] = {"softmax_cross_entropy", "mse", NULL};
+    static const char *const dtypes[] = {"f32", "f64", NULL};
+    cfg_keys(c, m, "model", keys);
+    cfg_locate(c, m, &t->file, &t->line);
+    t->inputs = cfg_int(c, m, "inputs", true, 1, 1, 1 << 24);
+    parse_layers(c, m, t);
+    t->loss = (enum loss)cfg_choice(c, m, "loss", losses, LOSS_SOFTMAX_CE, "model.loss");
+    t->dtype = cfg_choice(c, m, "dtype", dtypes, 0, "model.dtype") == 1 ? DT_F64 : DT_F32;
+}
+
+static void parse_data(struct cfg *c, const config_setting_t *root, struct train_spec *t)
+{
+    const config_setting_t *d = cfg_section(c, root, "data", "{ file = ...; features = ...; }");
+    if (!d) {
+        if (!config_setting_get_member(root, "data"))
+            cfg_err(c, config_setting_get_member(root, "model"),
+                    "a model needs a 'data' section { file = ...; features = ...; labels = ...; }");
+        return;
+    }
+    static const char *const keys[] = {"file",  "features",   "labels",  "holdout", "holdout_file",
+                                       "batch", "eval_batch", "shuffle", NULL};
+    cfg_keys(c, d, "data", keys);
+    int dummy;
+    cfg_locate(c, d, &(const char *){NULL}, &dummy);
+    t->data_line = dummy;
+    t->data_file = cfg_str(c, d, "file", true, NULL);
+    t->features = cfg_str(c, d, "features", false, "features");
+    t->labels = cfg_str(c, d, "labels", false, "labels");
+    t->holdout_file = cfg_str(c, d, "holdout_file", false, NULL);
+    t->holdout = cfg_num(c, d, "holdout", 0, 0, 0.99, NULL);
+    if (t->holdout_file && t->holdout > 0)
+        cfg_err(c, config_setting_get_member(d, "holdout"),
+                "give 'holdout' (a fraction of the rows) or 'holdout_file', not both");
+    t->batch = cfg_int(c, d, "batch", false, 64, 1, 1 << 24);
+    t->eval_batch = cfg_int(c, d, "eval_batch", false, t->batch, 1, 1 << 24);
+    const config_setting_t *sh = config_setting_get_member(d, "shuffle");
+    t->shuffle = true;
+    if (sh && config_setting_type(sh) != CONFIG_TYPE_BOOL)
+        cfg_err(c, sh, "'shuffle' must be true or false, not %s", cfg_type_name(sh));
+    else if (sh)
+        t->shuffle = config_setting_get_bool(sh);
+}
+
+/* Layers per stage: given, or as even as possible (earlier stages one more). */
+static void parse_balance(struct cfg *c, const config_setting_t *p, struct train_spec *t)
+{
+    t->balance = arena_alloc(c->a, (size_t)(t->stages + 1) * sizeof *t->balance);
+    const config_setting_t *b = p ? config_setting_get_member(p, "balance") : NULL;
+    if (!b) {
+        for (int64_t s = 0; s < t->stages; s++)
+            t->balance[s] = t->n_layers / t->stages + (s < t->n_layers % t->stages);
+        return;
+    }
+    int type = config_setting_type(b), n = config_setting_length(b);
+    if (type != CONFIG_TYPE_ARRAY && type != CONFIG_TYPE_LIST) {
+        cfg_err(c, b, "'balance' must be an array of layer counts like [2, 1], not %s",
+                cfg_type_name(b));
+        return;
+    }
+    if (n != t->stages) {
+        cfg_err(c, b, "balance has %d entr%s but pipeline.stages is %lld", n, n == 1 ? "y" : "ies",
+                (long long)t->stages);
+        return;
+    }
+    int64_t sum = 0;
+    char list[256] = "";
+    for (int i = 0; i < n; i++) {
+        const config_setting_t *e = config_setting_get_elem(b, (unsigned)i);
+        int64_t v = cfg_is_int(e) ? config_setting_get_int64(e) : 0;
+        if (!cfg_is_int(e) || v < 1) {
+            cfg_err(c, b, "balance entry %d must be a layer count >= 1, got %s", i,
+                    cfg_is_int(e) ? (snprintf(list, sizeof list, "%lld", (long long)v), list)
+                                  : cfg_type_name(e));
+            return;
+        }
+        t->balance[i] = v;
+        sum += v;
+    }
+    if (sum != t->n_layers) {
+        for (int i = 0; i < n; i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%lld", i ? ", " : "",
+                     (long long)t->balance[i]);
+        cfg_err(c, b, "balance [%s] sums to %lld but the model has %d layers", list,
+                (long long)sum, t->n_layers);
+    }
+}
+
+static void parse_pipeline(struct cfg *c, const config_setting_t *root, struct train_spec *t)
+{
+    static const char *const keys[] = {"stages", "balance", "chunks", "checkpoint", "schedule", NULL};
+    static const char *const modes[] = {"always", "except_last", "never", NULL};
+    static const char *const scheds[] = {"gpipe", "1f1b", NULL};
+    const config_setting_t *p = cfg_section(c, root, "pipeline", "{ stages = N; chunks = M; }");
+    t->stages = 1;
+    t->chunks = 1;
+    t->recompute = RECOMPUTE_EXCEPT_LAST;
+    t->schedule = SCHEDULE_GPIPE;
+    if (p) {
+        cfg_keys(c, p, "pipeline", keys);
+        t->stages = cfg_int(c, p, "stages", false, 1, 1, 1 << 16);
+        t->chunks = cfg_int(c, p, "chunks", false, 1, 1, 1 << 20);
+        t->recompute = (enum recompute)cfg_choice(c, p, "checkpoint", modes, RECOMPUTE_EXCEPT_LAST,
+                                                  "pipeline.checkpoint");
+        t->schedule = (enum schedule)cfg_choice(c, p, "schedule", scheds, SCHEDULE_GPIPE,
+                                                "pipeline.schedule");
+    }
+    if (t->n_layers && t->stages > t->n_layers) {
+        cfg_err(c, config_setting_get_member(p, "stages"),
+                "pipeline.stages = %lld but the model has %d layer%s: every stage needs at least one",
+                (long long)t->stages, t->n_layers, t->n_layers == 1 ? "" : "s");
+        t->stages = t->n_layers;
+    }
+    parse_balance(c, p, t);
+}
+
+static void parse_ps(struct cfg *c, const config_setting_t *root, struct train_spec *t)
+{
+    static const char *const keys[] = {"shards",   "optimizer", "lr",  "weight_decay",
+                                       "momentum", "beta1",     "beta2", "eps", NULL};
+    static const char *const opts[] = {"sgd", "momentum", "adam", NULL};
+    const config_setting_t *p = cfg_section(c, root, "ps", "{ shards = N; optimizer = ...; }");
+    t->shards = 1;
+    t->opt = OPT_SGD;
+    t->lr = 0.01;
+    t->momentum = 0.9;
+    t->beta1 = 0.9;
+    t->beta2 = 0.999;
+    t->eps = 1e-8;
+    if (!p) return;
+    cfg_keys(c, p, "ps", keys);
+    t->shards = cfg_int(c, p, "shards", false, 1, 1, 1 << 16);
+    t->opt = (enum optimizer)cfg_choice(c, p, "optimizer", opts, OPT_SGD, "ps.optimizer");
+    t->lr = cfg_num(c, p, "lr", 0.01, 0, 1e6, NULL);
+    t->weight_decay = cfg_num(c, p, "weight_decay", 0, 0, 1e6, NULL);
+    t->momentum = cfg_num(c, p, "momentum", 0.9, 0, 0.999999, NULL);
+    t->beta1 = cfg_num(c, p, "beta1", 0.9, 0, 0.999999, NULL);
+    t->beta2 = cfg_num(c, p, "beta2", 0.999, 0, 0.999999999, NULL);
+    t->eps = cfg_num(c, p, "eps", 1e-8, 1e-300, 1, NULL);
+}
+
+/* stop.accuracy / stop.loss need a model and a held-out split. */
+static void parse_stop_metrics(struct cfg *c, const config_setting_t *root, struct train_spec *t)
+{
+    const config_setting_t *s = config_setting_get_member(root, "stop");
+    if (!s || config_setting_type(s) != CONFIG_TYPE_GROUP) return;
+    t->stop_accuracy = cfg_num(c, s, "accuracy", 0, 0, 1, &t->stop_on_accuracy);
+    t->stop_loss = cfg_num(c, s, "loss", 0, 0, 1e300, &t->stop_on_loss);
+    bool held = t->holdout > 0 || t->holdout_file;
+    if ((t->stop_on_accuracy || t->stop_on_loss) && !held)
+        cfg_err(c, s, "stop.%s needs a held-out split: give data.holdout or data.holdout_file",
+                t->stop_on_accuracy ? "accuracy" : "loss");
+}
+
+/* Sections that mean nothing without a model. */
+static void reject_orphans(struct cfg *c, const config_setting_t *root)
+{
+    static const char *const keys[] = {"data", "pipeline", "replicas", "ps", "on_nan", "debug", NULL};
+    for (const char *const *k = keys; *k; k++)
+        if (config_setting_get_member(root, *k))
+            cfg_err(c, config_setting_get_member(root, *k), "'%s' needs a 'model' section", *k);
+    const config_setting_t *s = config_setting_get_member(root, "stop");
+    if (s && config_setting_type(s) == CONFIG_TYPE_GROUP)
+        for (const char *const *k = (const char *const[]){"accuracy", "loss", NULL}; *k; k++)
+            if (config_setting_get_member(s, *k))
+                cfg_err(c, config_setting_get_member(s, *k), "stop.%s needs a 'model' section", *k);
+}
+
+void cfg_train(struct cfg *c, const config_setting_t *root)
+{
+    const config_setting_t *m = cfg_section(c, root, "model", "{ inputs = N; layers = (...); }");
+    if (!m) {
+        if (!config_setting_get_member(root, "model")) reject_orphans(c, root);
+        return;
+    }
+    struct train_spec *t = arena_alloc(c->a, sizeof *t);
+    c->job->train = t;
+    parse_model(c, m, t);
+    parse_data(c, root, t);
+    parse_pipeline(c, root, t);
+    parse_ps(c, root, t);
+    t->replicas = cfg_int(c, root, "replicas", false, 1, 1, 1 << 16);
+    static const char *const nan[] = {"abort", "ignore", NULL};
+    t->abort_on_nan = cfg_choice(c, root, "on_nan", nan, 0, "on_nan") == 0;
+    const config_setting_t *dbg = cfg_section(c, root, "debug", "{ grads = \"FILE.h5\"; }");
+    if (dbg) {
+        static const char *const keys[] = {"grads", "compare_gatherv", NULL};
+        cfg_keys(c, dbg, "debug", keys);
+        t->debug_grads = cfg_str(c, dbg, "grads", false, NULL);
+        const config_setting_t *g = config_setting_get_member(dbg, "compare_gatherv");
+        if (g && config_setting_type(g) != CONFIG_TYPE_BOOL)
+            cfg_err(c, g, "'compare_gatherv' must be true or false, not %s", cfg_type_name(g));
+        else if (g)
+            t->debug_gatherv = config_setting_get_bool(g);
+    }
+    parse_stop_metrics(c, root, t);
+}

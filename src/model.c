@@ -1,0 +1,199 @@
+/* Model parameters, data split and the single-process reference; see
+ * include/cairn/model.h. */
+#include "cairn/model.h"
+
+#include "cairn/error.h"
+#include "cairn/h5util.h"
+#include "cairn/job.h"
+#include "cairn/nn.h"
+#include "cairn/partition.h"
+#include "cairn/reader.h"
+#include "cairn/rng.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int64_t model_param_rows(const struct train_spec *t, int k)
+{
+    int l = k / 2;
+    return k % 2 ? t->layers[l].units : (l ? t->layers[l - 1].units : t->inputs);
+}
+
+int64_t model_param_cols(const struct train_spec *t, int k)
+{
+    return k % 2 ? 1 : t->layers[k / 2].units;
+}
+
+void model_init_param(const struct train_spec *t, uint64_t seed, int k, int64_t lo,
+                      struct tensor *v)
+{
+    tensor_fill(v, 0);
+    if (k % 2) return;
+    int64_t cols = model_param_cols(t, k);
+    double limit = sqrt(6.0 / (double)(model_param_rows(t, k) + cols));
+    for (int64_t e = 0, n = tensor_numel(v); e < n; e++) {
+        double u = rng_uniform(seed, RNG_STREAM_PARAM(k), (uint64_t)(lo * cols + e));
+        tensor_set(v, e, (2 * u - 1) * limit);
+    }
+}
+
+int64_t model_train_rows(const struct train_spec *t, int64_t n)
+{
+    if (t->holdout_file || t->holdout <= 0) return n;
+    int64_t held = (int64_t)floor(t->holdout * (double)n);
+    return n - (held ? held : 1);
+}
+
+/* ---- the reference ------------------------------------------------------------ */
+
+struct ref {
+    const struct train_spec *t;
+    int L;
+    struct tensor *W, *b, *dW, *db, *a; /* a[0] = input, a[l+1] = layer l's output */
+    struct tensor g[2];
+};
+
+static int ref_params(struct ref *r, uint64_t seed)
+{
+    int rc = 0;
+    for (int l = 0; l < r->L; l++) {
+        struct shape w = {.ndim = 2, .d = {model_param_rows(r->t, 2 * l), model_param_cols(r->t, 2 * l)}};
+        struct shape v = {.ndim = 1, .d = {r->t->layers[l].units}};
+        CAIRN_CHECK(tensor_resize(&r->W[l], r->t->dtype, &w));
+        CAIRN_CHECK(tensor_resize(&r->dW[l], r->t->dtype, &w));
+        CAIRN_CHECK(tensor_resize(&r->b[l], r->t->dtype, &v));
+        CAIRN_CHECK(tensor_resize(&r->db[l], r->t->dtype, &v));
+        model_init_param(r->t, seed, 2 * l, 0, &r->W[l]);
+        model_init_param(r->t, seed, 2 * l + 1, 0, &r->b[l]);
+    }
+cleanup:
+    return rc;
+}
+
+/* Forward, loss and backward of rows [lo, hi) of x/y, accumulating gradients. */
+static int ref_micro(struct ref *r, const struct tensor *x, const struct tensor *y, int64_t lo,
+                     int64_t hi, int64_t batch, int64_t k_targets)
+{
+    int rc = 0;
+    const struct train_spec *t = r->t;
+    int64_t n = hi - lo, k = t->layers[r->L - 1].units, correct;
+    size_t esz = dtype_size(t->dtype);
+    struct shape s0 = {.ndim = 2, .d = {n, t->inputs}};
+    CAIRN_CHECK(tensor_resize(&r->a[0], t->dtype, &s0));
+    memcpy(r->a[0].data, (char *)x->data + (size_t)(lo * t->inputs) * esz, (size_t)(n * t->inputs) * esz);
+    for (int l = 0; l < r->L; l++) {
+        struct shape s = {.ndim = 2, .d = {n, t->layers[l].units}};
+        CAIRN_CHECK(tensor_resize(&r->a[l + 1], t->dtype, &s));
+        nn_forward(t->dtype, n, model_param_rows(t, 2 * l), t->layers[l].units, r->a[l].data,
+                   r->W[l].data, r->b[l].data, t->layers[l].act, r->a[l + 1].data);
+    }
+    struct shape gs = {.ndim = 2, .d = {n, k}};
+    CAIRN_CHECK(tensor_resize(&r->g[r->L % 2], t->dtype, &gs));
+    const int32_t *labels = k_targets ? NULL : (const int32_t *)y->data + lo;
+    const void *targets = k_targets ? (char *)y->data + (size_t)(lo * k) * esz : NULL;
+    nn_loss(t->dtype, t->loss, n, k, r->a[r->L].data, labels, targets, batch, r->g[r->L % 2].data, &correct);
+    for (int l = r->L - 1; l >= 0; l--) {
+        struct tensor *dx = l ? &r->g[l % 2] : NULL;
+        if (dx) {
+            struct shape s = {.ndim = 2, .d = {n, model_param_rows(t, 2 * l)}};
+            CAIRN_CHECK(tensor_resize(dx, t->dtype, &s));
+        }
+        nn_backward(t->dtype, n, model_param_rows(t, 2 * l), t->layers[l].units, r->a[l].data,
+                    r->W[l].data, r->a[l + 1].data, t->layers[l].act, r->g[(l + 1) % 2].data,
+                    r->dW[l].data, r->db[l].data, dx ? dx->data : NULL);
+    }
+cleanup:
+    return rc;
+}
+
+static int ref_write(struct ref *r, const char *out)
+{
+    int rc = 0;
+    hid_t f = H5I_INVALID_HID, lcpl = H5I_INVALID_HID;
+    h5_quiet();
+    f = H5Fcreate(out, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (f < 0) CAIRN_FAIL(CAIRN_EIO, "cannot create %s", out);
+    lcpl = H5Pcreate(H5P_LINK_CREATE);
+    CAIRN_CHECK_H5(lcpl);
+    CAIRN_CHECK_H5(H5Pset_create_intermediate_group(lcpl, 1));
+    for (int k = 0; k < 2 * r->L; k++) {
+        const struct tensor *v = k % 2 ? &r->db[k / 2] : &r->dW[k / 2];
+        char name[64];
+        snprintf(name, sizeof name, "grads/L%d/%s", k / 2, k % 2 ? "b" : "W");
+        hsize_t dims[2] = {(hsize_t)v->shape.d[0], (hsize_t)(v->shape.ndim > 1 ? v->shape.d[1] : 1)};
+        hid_t sp = H5Screate_simple(v->shape.ndim, dims, NULL);
+        hid_t d = H5Dcreate2(f, name, h5_native(v->dtype), sp, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+        herr_t e = d < 0 ? -1 : H5Dwrite(d, h5_native(v->dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, v->data);
+        if (d >= 0) H5Dclose(d);
+        H5Sclose(sp);
+        CAIRN_CHECK_H5(e);
+    }
+cleanup:
+    if (lcpl >= 0) H5Pclose(lcpl);
+    if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
+    return rc;
+}
+
+static void ref_free(struct ref *r)
+{
+    for (int l = 0; l < r->L; l++) {
+        tensor_free(&r->W[l]);
+        tensor_free(&r->b[l]);
+        tensor_free(&r->dW[l]);
+        tensor_free(&r->db[l]);
+    }
+    for (int l = 0; l <= r->L; l++) tensor_free(&r->a[l]);
+    tensor_free(&r->g[0]);
+    tensor_free(&r->g[1]);
+    free(r->W);
+    free(r->b);
+    free(r->dW);
+    free(r->db);
+    free(r->a);
+}
+
+int model_reference_grads(const struct train_spec *t, uint64_t seed, const char *out)
+{
+    int rc = 0, L = t->n_layers;
+    struct ref r = {.t = t, .L = L};
+    struct reader_cache *rd = NULL;
+    struct tensor x = {0}, y = {0};
+    struct shape fs, ls;
+    enum dtype ft, lt;
+    int64_t *idx = NULL;
+    r.W = calloc((size_t)L, sizeof *r.W);
+    r.b = calloc((size_t)L, sizeof *r.b);
+    r.dW = calloc((size_t)L, sizeof *r.dW);
+    r.db = calloc((size_t)L, sizeof *r.db);
+    r.a = calloc((size_t)L + 1, sizeof *r.a);
+    CAIRN_CHECK_ALLOC(r.W && r.b && r.dW && r.db && r.a ? r.a : NULL);
+    CAIRN_CHECK(ref_params(&r, seed));
+    CAIRN_CHECK(reader_cache_create(&rd));
+    CAIRN_CHECK(reader_shape(rd, t->data_file, t->features, &fs, &ft));
+    CAIRN_CHECK(reader_shape(rd, t->data_file, t->labels, &ls, &lt));
+    int64_t n_train = model_train_rows(t, fs.d[0]);
+    int64_t batch = n_train < t->batch ? n_train : t->batch, k_targets = ls.ndim == 2 ? ls.d[1] : 0;
+    idx = malloc((size_t)n_train * sizeof *idx);
+    CAIRN_CHECK_ALLOC(idx);
+    if (t->shuffle)
+        rng_permutation(seed, 0, n_train, idx);
+    else
+        for (int64_t i = 0; i < n_train; i++) idx[i] = i;
+    CAIRN_CHECK(reader_gather(rd, t->data_file, t->features, idx, batch, t->dtype, &x));
+    CAIRN_CHECK(reader_gather(rd, t->data_file, t->labels, idx, batch, k_targets ? t->dtype : DT_I32, &y));
+    for (int64_t i = 0; i < t->chunks; i++) {
+        int64_t lo, hi;
+        part_range(batch, t->chunks, i, &lo, &hi);
+        if (hi > lo) CAIRN_CHECK(ref_micro(&r, &x, &y, lo, hi, batch, k_targets));
+    }
+    CAIRN_CHECK(ref_write(&r, out));
+cleanup:
+    ref_free(&r);
+    reader_cache_destroy(&rd);
+    tensor_free(&x);
+    tensor_free(&y);
+    free(idx);
+    return rc;
+}

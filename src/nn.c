@@ -1,0 +1,122 @@
+/* Training arithmetic; see include/cairn/nn.h. */
+#include "cairn/nn.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "cairn/error.h"
+
+#define REAL float
+#define SUFFIX _f32
+#define GEMM cblas_sgemm
+#define TANH tanhf
+#define EXP expf
+#include "nn_impl.h"
+#undef REAL
+#undef SUFFIX
+#undef GEMM
+#undef TANH
+#undef EXP
+
+#define REAL double
+#define SUFFIX _f64
+#define GEMM cblas_dgemm
+#define TANH tanh
+#define EXP exp
+#include "nn_impl.h"
+#undef REAL
+#undef SUFFIX
+#undef GEMM
+#undef TANH
+#undef EXP
+
+static const char *const acts[] = {"identity", "relu", "tanh", "sigmoid"};
+static const char *const losses[] = {"softmax_cross_entropy", "mse"};
+
+enum act act_parse(const char *s, bool *ok)
+{
+    for (int i = 0; i < 4; i++)
+        if (s && strcmp(s, acts[i]) == 0) return *ok = true, (enum act)i;
+    *ok = false;
+    return ACT_IDENTITY;
+}
+
+const char *act_name(enum act a) { return (unsigned)a < 4 ? acts[a] : "?"; }
+
+enum loss loss_parse(const char *s, bool *ok)
+{
+    for (int i = 0; i < 2; i++)
+        if (s && strcmp(s, losses[i]) == 0) return *ok = true, (enum loss)i;
+    *ok = false;
+    return LOSS_SOFTMAX_CE;
+}
+
+const char *loss_name(enum loss l) { return (unsigned)l < 2 ? losses[l] : "?"; }
+
+void nn_forward(enum dtype dt, int64_t n, int64_t in, int64_t out, const void *x, const void *W,
+                const void *b, enum act a, void *y)
+{
+    if (dt == DT_F64)
+        forward_f64(n, in, out, x, W, b, a, y);
+    else
+        forward_f32(n, in, out, x, W, b, a, y);
+}
+
+void nn_backward(enum dtype dt, int64_t n, int64_t in, int64_t out, const void *x, const void *W,
+                 const void *y, enum act a, void *dy, void *dW, void *db, void *dx)
+{
+    if (dt == DT_F64)
+        backward_f64(n, in, out, x, W, y, a, dy, dW, db, dx);
+    else
+        backward_f32(n, in, out, x, W, y, a, dy, dW, db, dx);
+}
+
+double nn_loss(enum dtype dt, enum loss l, int64_t n, int64_t k, const void *z,
+               const int32_t *labels, const void *targets, int64_t batch, void *dz,
+               int64_t *correct)
+{
+    if (dt == DT_F64) return loss_f64(l, n, k, z, labels, targets, batch, dz, correct);
+    return loss_f32(l, n, k, z, labels, targets, batch, dz, correct);
+}
+
+double nn_macs(int n_layers, const int64_t *dims)
+{
+    double m = 0;
+    for (int i = 0; i < n_layers; i++) m += (double)dims[i] * (double)dims[i + 1];
+    return m;
+}
+
+int nn_sgemm_gflops(int n, int reps, double *gflops)
+{
+    size_t sz = (size_t)n * (size_t)n;
+    float *a = malloc(sz * sizeof *a), *b = malloc(sz * sizeof *b), *c = calloc(sz, sizeof *c);
+    if (!a || !b || !c) {
+        free(a);
+        free(b);
+        free(c);
+        return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    }
+    for (size_t i = 0; i < sz; i++) {
+        a[i] = (float)((i * 7) % 13) / 13.0f;
+        b[i] = (float)((i * 5) % 11) / 11.0f;
+    }
+    double best = 0;
+    for (int r = 0; r < reps; r++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        double g = 2.0 * n * (double)n * n / s / 1e9;
+        if (g > best) best = g;
+    }
+    free(a);
+    free(b);
+    free(c);
+    *gflops = best;
+    return 0;
+}

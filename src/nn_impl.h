@@ -1,0 +1,111 @@
+/* Kernels of nn.c for one element type: included with REAL and SUFFIX set. */
+
+#define CAT2(a, b) a##b
+#define CAT(a, b) CAT2(a, b)
+#define F(name) CAT(name, SUFFIX)
+
+static void F(gemm)(bool ta, bool tb, int64_t m, int64_t n, int64_t k, REAL alpha, const REAL *a,
+                    int64_t lda, const REAL *b, int64_t ldb, REAL beta, REAL *c, int64_t ldc)
+{
+    if (m == 0 || n == 0) return;
+    GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m,
+         (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
+
+static void F(activate)(enum act a, REAL *y, int64_t n)
+{
+    switch (a) {
+    case ACT_IDENTITY: break;
+    case ACT_RELU:
+        for (int64_t i = 0; i < n; i++) y[i] = y[i] > 0 ? y[i] : 0;
+        break;
+    case ACT_TANH:
+        for (int64_t i = 0; i < n; i++) y[i] = TANH(y[i]);
+        break;
+    case ACT_SIGMOID:
+        for (int64_t i = 0; i < n; i++) y[i] = (REAL)1 / ((REAL)1 + EXP(-y[i]));
+        break;
+    }
+}
+
+static void F(forward)(int64_t n, int64_t in, int64_t out, const REAL *x, const REAL *W,
+                       const REAL *b, enum act a, REAL *y)
+{
+    for (int64_t i = 0; i < n; i++) memcpy(y + i * out, b, (size_t)out * sizeof(REAL));
+    if (in > 0) F(gemm)(false, false, n, out, in, 1, x, in, W, out, 1, y, out);
+    F(activate)(a, y, n * out);
+}
+
+/* dy *= act'(pre-activation), from the activation's output y. */
+static void F(dact)(enum act a, const REAL *y, REAL *dy, int64_t n)
+{
+    switch (a) {
+    case ACT_IDENTITY: break;
+    case ACT_RELU:
+        for (int64_t i = 0; i < n; i++) dy[i] = y[i] > 0 ? dy[i] : 0;
+        break;
+    case ACT_TANH:
+        for (int64_t i = 0; i < n; i++) dy[i] *= (REAL)1 - y[i] * y[i];
+        break;
+    case ACT_SIGMOID:
+        for (int64_t i = 0; i < n; i++) dy[i] *= y[i] * ((REAL)1 - y[i]);
+        break;
+    }
+}
+
+static void F(backward)(int64_t n, int64_t in, int64_t out, const REAL *x, const REAL *W,
+                        const REAL *y, enum act a, REAL *dy, REAL *dW, REAL *db, REAL *dx)
+{
+    F(dact)(a, y, dy, n * out);
+    F(gemm)(true, false, in, out, n, 1, x, in, dy, out, 1, dW, out);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < out; j++) db[j] += dy[i * out + j];
+    if (dx) {
+        if (out > 0)
+            F(gemm)(false, true, n, in, out, 1, dy, out, W, out, 0, dx, in);
+        else
+            memset(dx, 0, (size_t)(n * in) * sizeof(REAL));
+    }
+}
+
+static int64_t F(argmax)(const REAL *v, int64_t k)
+{
+    int64_t best = 0;
+    for (int64_t j = 1; j < k; j++)
+        if (v[j] > v[best]) best = j;
+    return best;
+}
+
+static double F(loss)(enum loss l, int64_t n, int64_t k, const REAL *z, const int32_t *labels,
+                      const REAL *t, int64_t batch, REAL *dz, int64_t *correct)
+{
+    double total = 0;
+    *correct = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const REAL *zi = z + i * k;
+        int64_t want = labels ? labels[i] : F(argmax)(t + i * k, k);
+        *correct += F(argmax)(zi, k) == want;
+        if (l == LOSS_SOFTMAX_CE) {
+            double m = zi[0], s = 0;
+            for (int64_t j = 1; j < k; j++) m = zi[j] > m ? zi[j] : m;
+            for (int64_t j = 0; j < k; j++) s += exp((double)zi[j] - m);
+            total += log(s) + m - (double)zi[want];
+            for (int64_t j = 0; dz && j < k; j++) {
+                double p = exp((double)zi[j] - m) / s;
+                dz[i * k + j] = (REAL)((p - (j == want)) / (double)batch);
+            }
+        } else {
+            for (int64_t j = 0; j < k; j++) {
+                double target = labels ? (double)(j == want) : (double)t[i * k + j];
+                double d = (double)zi[j] - target;
+                total += d * d / (double)k;
+                if (dz) dz[i * k + j] = (REAL)(2 * d / ((double)k * (double)batch));
+            }
+        }
+    }
+    return total;
+}
+
+#undef F
+#undef CAT
+#undef CAT2

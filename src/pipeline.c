@@ -1,0 +1,339 @@
+/* One pipeline stage's part of a training step or an evaluation batch.
+ *
+ * The replica's share of the mini-batch is split into `chunks`
+ * micro-batches (balanced; empty ones are skipped by every stage alike).
+ * Schedules: gpipe runs every forward, then every backward; 1f1b runs
+ * S-s-1 forwards, then alternates one forward and one backward, then the
+ * remaining backwards.  Both run backwards in micro-batch order, so the
+ * gradients accumulate in the same order and are the same bit for bit.
+ *
+ * Activation checkpointing ("always", "except_last", "never"): a
+ * checkpointed micro-batch keeps only its stage input (and output) from
+ * the forward pass, and its backward recomputes the layers in between.
+ *
+ * Messages: every receive a step needs is posted when it starts, sends are
+ * non-blocking, so transfers overlap compute and no order of arrivals can
+ * deadlock.  The step's last backward hands each layer's finished gradient
+ * to the PS protocol (ps.c) as it goes.  Tags: 2i for micro-batch i's activations, 2i+1 for its
+ * gradients, on the replica's pipe communicator (rank = stage). */
+#include "train_priv.h"
+
+#include "cairn/coll.h"
+#include "cairn/error.h"
+#include "cairn/nn.h"
+#include "cairn/partition.h"
+#include "cairn/plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct mb {
+    int64_t n, off;     /* rows of the replica's share */
+    struct tensor in;   /* stage input (received; the first stage points into the batch) */
+    struct tensor out;  /* stage output (sent on, or the logits) */
+    struct tensor gin;  /* gradient with respect to out (received, or from the loss) */
+    struct tensor gout; /* gradient with respect to in (sent back) */
+    struct tensor *act; /* outputs of the stage's inner layers, if kept */
+};
+
+struct pipe_bufs {
+    int m;
+    struct mb *mb;
+    struct tensor *scratch; /* recomputed inner activations */
+    struct tensor g[2];     /* gradients between layers */
+    MPI_Request *rin, *rg, *sout, *sg;
+};
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int n_local(const struct trainer *t) { return t->l1 - t->l0; }
+static int64_t dim(const struct trainer *t, int j) { return t->tp->dims[t->l0 + j]; }
+
+int pipe_create(struct trainer *t)
+{
+    int rc = 0, m = (int)t->spec->chunks, L = n_local(t);
+    struct pipe_bufs *p = calloc(1, sizeof *p);
+    CAIRN_CHECK_ALLOC(p);
+    t->bufs = p;
+    p->m = m;
+    p->mb = calloc((size_t)m, sizeof *p->mb);
+    p->scratch = calloc((size_t)L + 1, sizeof *p->scratch);
+    p->rin = calloc((size_t)m, sizeof *p->rin);
+    p->rg = calloc((size_t)m, sizeof *p->rg);
+    p->sout = calloc((size_t)m, sizeof *p->sout);
+    p->sg = calloc((size_t)m, sizeof *p->sg);
+    CAIRN_CHECK_ALLOC(p->mb);
+    CAIRN_CHECK_ALLOC(p->scratch);
+    CAIRN_CHECK_ALLOC(p->rin && p->rg && p->sout && p->sg ? p->rin : NULL);
+    for (int i = 0; i < m; i++) {
+        p->mb[i].act = calloc((size_t)L + 1, sizeof *p->mb[i].act);
+        CAIRN_CHECK_ALLOC(p->mb[i].act);
+    }
+cleanup:
+    return rc;
+}
+
+void pipe_destroy(struct trainer *t)
+{
+    struct pipe_bufs *p = t->bufs;
+    if (!p) return;
+    for (int i = 0; p->mb && i < p->m; i++) {
+        struct mb *b = &p->mb[i];
+        tensor_free(&b->in);
+        tensor_free(&b->out);
+        tensor_free(&b->gin);
+        tensor_free(&b->gout);
+        for (int j = 0; b->act && j <= n_local(t); j++) tensor_free(&b->act[j]);
+        free(b->act);
+    }
+    for (int j = 0; p->scratch && j <= n_local(t); j++) tensor_free(&p->scratch[j]);
+    tensor_free(&p->g[0]);
+    tensor_free(&p->g[1]);
+    free(p->mb);
+    free(p->scratch);
+    free(p->rin);
+    free(p->rg);
+    free(p->sout);
+    free(p->sg);
+    free(p);
+    t->bufs = NULL;
+}
+
+static int shape2(struct tensor *x, enum dtype dt, int64_t rows, int64_t cols)
+{
+    struct shape s = {.ndim = 2, .d = {rows, cols}};
+    if (x->dtype == dt && shape_eq(&x->shape, &s)) return 0;
+    return tensor_resize(x, dt, &s);
+}
+
+static bool keeps(const struct trainer *t, int i)
+{
+    switch (t->spec->recompute) {
+    case RECOMPUTE_NEVER: return true;
+    case RECOMPUTE_ALWAYS: return false;
+    case RECOMPUTE_EXCEPT_LAST: return i == t->bufs->m - 1;
+    }
+    return true;
+}
+
+static void *row(const struct trainer *t, const struct tensor *x, int64_t r, int64_t cols)
+{
+    return (char *)x->data + (size_t)(r * cols) * t->esz;
+}
+
+/* Inner activation j (1 .. L-1) of micro-batch i: kept, or recomputed into scratch. */
+static struct tensor *inner(struct trainer *t, int i, int j, bool kept)
+{
+    return kept ? &t->bufs->mb[i].act[j] : &t->bufs->scratch[j];
+}
+
+/* Forward through the stage's first `upto` layers from b->in; inner
+ * activations go to kept or scratch storage, the last layer's into b->out.
+ * Recomputation passes upto = L - 1: b->out is never rewritten, because
+ * its send may still be in flight. */
+static int forward(struct trainer *t, int i, bool kept, int upto)
+{
+    int rc = 0, L = n_local(t);
+    struct mb *b = &t->bufs->mb[i];
+    const void *x = b->in.data;
+    for (int j = 0; j < upto; j++) {
+        struct tensor *y = j == L - 1 ? &b->out : inner(t, i, j + 1, kept);
+        CAIRN_CHECK(shape2(y, t->dt, b->n, dim(t, j + 1)));
+        int l = t->l0 + j;
+        nn_forward(t->dt, b->n, dim(t, j), dim(t, j + 1), x, t->W[l].data, t->b[l].data,
+                   t->spec->layers[l].act, y->data);
+        x = y->data;
+    }
+cleanup:
+    return rc;
+}
+
+/* ---- posting and finishing transfers ------------------------------------------ */
+
+static int post_receives(struct trainer *t)
+{
+    int rc = 0, L = n_local(t);
+    struct pipe_bufs *p = t->bufs;
+    for (int i = 0; i < p->m; i++) {
+        struct mb *b = &p->mb[i];
+        p->rin[i] = p->rg[i] = p->sout[i] = p->sg[i] = MPI_REQUEST_NULL;
+        if (b->n == 0) continue;
+        MPI_Datatype real = t->dt == DT_F64 ? MPI_DOUBLE : MPI_FLOAT;
+        if (!t->first) {
+            CAIRN_CHECK(shape2(&b->in, t->dt, b->n, dim(t, 0)));
+            CAIRN_CHECK_MPI(MPI_Irecv(b->in.data, (int)(b->n * dim(t, 0)), real, t->stage - 1,
+                                      2 * i, t->pipe, &p->rin[i]));
+        }
+        if (!t->last) {
+            CAIRN_CHECK(shape2(&b->gin, t->dt, b->n, dim(t, L)));
+            CAIRN_CHECK_MPI(MPI_Irecv(b->gin.data, (int)(b->n * dim(t, L)), real, t->stage + 1,
+                                      2 * i + 1, t->pipe, &p->rg[i]));
+        }
+    }
+cleanup:
+    return rc;
+}
+
+static int finish(struct trainer *t)
+{
+    struct pipe_bufs *p = t->bufs;
+    int rc = coll_wait(p->m, p->sout);
+    return rc ? rc : coll_wait(p->m, p->sg);
+}
+
+/* ---- the two halves of a micro-batch --------------------------------------------- */
+
+static int do_forward(struct trainer *t, struct batch *bt, int i)
+{
+    int rc = 0;
+    struct pipe_bufs *p = t->bufs;
+    struct mb *b = &p->mb[i];
+    MPI_Datatype real = t->dt == DT_F64 ? MPI_DOUBLE : MPI_FLOAT;
+    if (t->first) { /* a view of the batch rows: no copy */
+        tensor_free(&b->in);
+        b->in = (struct tensor){.dtype = t->dt, .shape = {.ndim = 2, .d = {b->n, dim(t, 0)}},
+                                .data = row(t, &bt->x, b->off, dim(t, 0))};
+    } else {
+        CAIRN_CHECK(coll_wait(1, &p->rin[i]));
+    }
+    CAIRN_CHECK(forward(t, i, keeps(t, i), n_local(t)));
+    if (!t->last) {
+        CAIRN_CHECK_MPI(MPI_Isend(b->out.data, (int)tensor_numel(&b->out), real, t->stage + 1,
+                                  2 * i, t->pipe, &p->sout[i]));
+    } else {
+        int64_t correct, k = dim(t, n_local(t));
+        CAIRN_CHECK(shape2(&b->gin, t->dt, b->n, k));
+        const int32_t *labels = t->k_targets ? NULL : (const int32_t *)bt->y.data + b->off;
+        const void *targets = t->k_targets ? row(t, &bt->y, b->off, k) : NULL;
+        t->loss_sum += nn_loss(t->dt, t->spec->loss, b->n, k, b->out.data, labels, targets,
+                               bt->global, b->gin.data, &correct);
+    }
+cleanup:
+    if (t->first) b->in = (struct tensor){0}; /* the view is not ours to free */
+    return rc;
+}
+
+/* Backward of micro-batch i; if it is the step's last, each layer's
+ * gradient is final once done, and goes to the shards at once. */
+static int do_backward(struct trainer *t, struct batch *bt, int i, bool last_of_step)
+{
+    int rc = 0, L = n_local(t);
+    struct pipe_bufs *p = t->bufs;
+    struct mb *b = &p->mb[i];
+    bool kept = keeps(t, i);
+    MPI_Datatype real = t->dt == DT_F64 ? MPI_DOUBLE : MPI_FLOAT;
+    if (t->first)
+        b->in = (struct tensor){.dtype = t->dt, .shape = {.ndim = 2, .d = {b->n, dim(t, 0)}},
+                                .data = row(t, &bt->x, b->off, dim(t, 0))};
+    if (!kept && L > 1) CAIRN_CHECK(forward(t, i, false, L - 1)); /* recompute the inner layers */
+    if (!t->last) CAIRN_CHECK(coll_wait(1, &p->rg[i]));
+    struct tensor *g = &b->gin;
+    for (int j = L - 1; j >= 0; j--) {
+        int l = t->l0 + j;
+        const struct tensor *x = j == 0 ? &b->in : inner(t, i, j, kept);
+        const struct tensor *y = j == L - 1 ? &b->out : inner(t, i, j + 1, kept);
+        struct tensor *dx = NULL;
+        if (j > 0) dx = &p->g[j % 2];
+        else if (!t->first) dx = &b->gout;
+        if (dx) CAIRN_CHECK(shape2(dx, t->dt, b->n, dim(t, j)));
+        nn_backward(t->dt, b->n, dim(t, j), dim(t, j + 1), x->data, t->W[l].data, y->data,
+                    t->spec->layers[l].act, g->data, t->dW[l].data, t->db[l].data,
+                    dx ? dx->data : NULL);
+        if (last_of_step) CAIRN_CHECK(ps_push_layer(t, l));
+        g = dx;
+    }
+    if (!t->first)
+        CAIRN_CHECK_MPI(MPI_Isend(b->gout.data, (int)tensor_numel(&b->gout), real, t->stage - 1,
+                                  2 * i + 1, t->pipe, &p->sg[i]));
+cleanup:
+    if (t->first) b->in = (struct tensor){0};
+    return rc;
+}
+
+/* ---- schedules ---------------------------------------------------------------------- */
+
+static int run_schedule(struct trainer *t, struct batch *bt)
+{
+    int rc = 0, m = t->bufs->m, S = t->tp->stages;
+    int *ids = malloc((size_t)m * sizeof *ids), n = 0;
+    CAIRN_CHECK_ALLOC(ids);
+    for (int i = 0; i < m; i++)
+        if (t->bufs->mb[i].n > 0) ids[n++] = i; /* every stage skips the same empty ones */
+    if (t->spec->schedule == SCHEDULE_GPIPE) {
+        for (int f = 0; f < n; f++) CAIRN_CHECK(do_forward(t, bt, ids[f]));
+        for (int b = 0; b < n; b++) CAIRN_CHECK(do_backward(t, bt, ids[b], b == n - 1));
+    } else {
+        int warm = S - t->stage - 1 < n ? S - t->stage - 1 : n, f = 0, b = 0;
+        for (; f < warm; f++) CAIRN_CHECK(do_forward(t, bt, ids[f]));
+        for (; f < n; f++, b++) {
+            CAIRN_CHECK(do_forward(t, bt, ids[f]));
+            CAIRN_CHECK(do_backward(t, bt, ids[b], b == n - 1));
+        }
+        for (; b < n; b++) CAIRN_CHECK(do_backward(t, bt, ids[b], b == n - 1));
+    }
+cleanup:
+    free(ids);
+    return rc;
+}
+
+int pipe_step(struct trainer *t, struct batch *bt)
+{
+    int rc = 0;
+    double t0 = now();
+    struct pipe_bufs *p = t->bufs;
+    for (int i = 0; i < p->m; i++) {
+        int64_t lo, hi;
+        part_range(bt->n, p->m, i, &lo, &hi);
+        p->mb[i].off = lo;
+        p->mb[i].n = hi - lo;
+    }
+    CAIRN_CHECK(post_receives(t));
+    CAIRN_CHECK(run_schedule(t, bt));
+    CAIRN_CHECK(finish(t));
+cleanup:
+    t->pipe_seconds += now() - t0;
+    return rc;
+}
+
+/* Forward only, the whole batch as one piece, for evaluation. */
+int pipe_eval(struct trainer *t, struct batch *bt, double *loss, int64_t *correct)
+{
+    int rc = 0, L = n_local(t);
+    struct mb *b = &t->bufs->mb[0];
+    MPI_Datatype real = t->dt == DT_F64 ? MPI_DOUBLE : MPI_FLOAT;
+    b->n = bt->n;
+    b->off = 0;
+    if (bt->n == 0) return 0;
+    if (t->first) {
+        b->in = (struct tensor){.dtype = t->dt, .shape = {.ndim = 2, .d = {b->n, dim(t, 0)}},
+                                .data = bt->x.data};
+    } else {
+        MPI_Request r;
+        CAIRN_CHECK(shape2(&b->in, t->dt, b->n, dim(t, 0)));
+        CAIRN_CHECK_MPI(MPI_Irecv(b->in.data, (int)(b->n * dim(t, 0)), real, t->stage - 1, 0,
+                                  t->pipe, &r));
+        CAIRN_CHECK(coll_wait(1, &r));
+    }
+    CAIRN_CHECK(forward(t, 0, false, L));
+    if (!t->last) {
+        MPI_Request r;
+        CAIRN_CHECK_MPI(MPI_Isend(b->out.data, (int)tensor_numel(&b->out), real, t->stage + 1, 0,
+                                  t->pipe, &r));
+        CAIRN_CHECK(coll_wait(1, &r));
+    } else {
+        int64_t k = dim(t, L), c = 0;
+        const int32_t *labels = t->k_targets ? NULL : (const int32_t *)bt->y.data;
+        *loss += nn_loss(t->dt, t->spec->loss, b->n, k, b->out.data, labels,
+                         t->k_targets ? bt->y.data : NULL, bt->global, NULL, &c);
+        *correct += c;
+    }
+cleanup:
+    if (t->first) b->in = (struct tensor){0};
+    return rc;
+}

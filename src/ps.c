@@ -1,0 +1,429 @@
+/* The parameter server and its protocol with the trainers.
+ *
+ * Parameter k is layer k/2's W ([inputs, units]) for even k and its b
+ * ([units]) for odd k.  PS shard p holds rows [p*B, (p+1)*B) of each, with
+ * B = ceil(rows / P) (block_range), plus its optimizer state.
+ *
+ * A step, streamed so that the shards' work overlaps the stages':
+ *  - each stage sends a layer's gradient blocks to the shards as soon as
+ *    the step's last micro-batch is through that layer's backward (the
+ *    last layers first, while the first are still computing);
+ *  - each shard, as soon as every replica's blocks of a parameter are in,
+ *    sums them in replica order (so runs are deterministic), applies the
+ *    optimizer element by element (so the result does not depend on P),
+ *    and publishes the new rows to the stages that hold the layer;
+ *  - a stage receives that publication when it next needs parameters (its
+ *    next step, or an evaluation).
+ * The first step of a run (or a quiesce with no step) publishes the
+ * parameters as they are.  trainer_quiesce completes the last publication
+ * so nothing is in flight when the epochs end. */
+#include "train_priv.h"
+
+#include "cairn/coll.h"
+#include "cairn/error.h"
+#include "cairn/exec.h"
+#include "cairn/h5util.h"
+#include "cairn/layout.h"
+#include "cairn/model.h"
+#include "cairn/op.h"
+#include "cairn/partition.h"
+#include "cairn/plan.h"
+#include "cairn/rng.h"
+#include "cairn/runtime.h"
+#include "cairn/workspace.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+enum { TAG_PARAM = 1000, TAG_GRAD = 100000 };
+
+/* ---- geometry ------------------------------------------------------------------ */
+
+int64_t param_rows(const struct trainer *t, int k) { return model_param_rows(t->spec, k); }
+int64_t param_cols(const struct trainer *t, int k) { return model_param_cols(t->spec, k); }
+
+void param_block(const struct trainer *t, int k, int p, int64_t *lo, int64_t *hi)
+{
+    block_range(param_rows(t, k), t->tp->shards, p, lo, hi);
+}
+
+static int stage_of_layer(const struct trainer *t, int l)
+{
+    int s = 0;
+    while (l >= t->tp->first_layer[s + 1]) s++;
+    return s;
+}
+
+int stage_rank(const struct trainer *t, int replica, int stage)
+{
+    return t->rt->plan->groups[t->tp->stage_group[stage]].first + replica;
+}
+
+int ps_rank_of_shard(const struct trainer *t, int p)
+{
+    return t->rt->plan->groups[t->tp->ps_group].first + p;
+}
+
+static MPI_Datatype mpi_real(const struct trainer *t)
+{
+    return t->dt == DT_F64 ? MPI_DOUBLE : MPI_FLOAT;
+}
+
+/* ---- stage side ------------------------------------------------------------------ */
+
+int ps_create(struct trainer *t)
+{
+    int rc = 0, K = 2 * t->tp->n_layers, P = t->tp->shards, R = t->tp->replicas;
+    size_t n = t->role == ROLE_PS ? (size_t)(K * R) : (size_t)(K * P);
+    t->pending = true; /* the first step receives the parameters as they are */
+    t->pushed = calloc((size_t)t->tp->n_layers + 1, sizeof *t->pushed);
+    t->push_req = calloc(n + 1, sizeof *t->push_req);
+    t->pub_req = calloc(n + 1, sizeof *t->pub_req);
+    CAIRN_CHECK_ALLOC(t->pushed && t->push_req && t->pub_req ? t->pushed : NULL);
+cleanup:
+    return rc;
+}
+
+void ps_destroy(struct trainer *t)
+{
+    free(t->pushed);
+    free(t->push_req);
+    free(t->pub_req);
+}
+
+int ps_pull(struct trainer *t)
+{
+    int rc = 0, n = 0, P = t->tp->shards;
+    if (!t->pending) return 0;
+    for (int k = 2 * t->l0; k < 2 * t->l1; k++) {
+        struct tensor *v = k % 2 ? &t->b[k / 2] : &t->W[k / 2];
+        int64_t cols = param_cols(t, k);
+        for (int p = 0; p < P; p++) {
+            int64_t lo, hi;
+            param_block(t, k, p, &lo, &hi);
+            if (hi == lo) continue;
+            CAIRN_CHECK_MPI(MPI_Irecv((char *)v->data + (size_t)(lo * cols) * t->esz,
+                                      (int)((hi - lo) * cols), mpi_real(t), ps_rank_of_shard(t, p),
+                                      TAG_PARAM + k, t->train, &t->push_req[n++]));
+        }
+    }
+    CAIRN_CHECK(coll_wait(n, t->push_req));
+    t->pending = false;
+cleanup:
+    return rc;
+}
+
+int ps_push_layer(struct trainer *t, int l)
+{
+    int rc = 0, P = t->tp->shards;
+    for (int k = 2 * l; k < 2 * l + 2; k++) {
+        struct tensor *g = k % 2 ? &t->db[l] : &t->dW[l];
+        int64_t cols = param_cols(t, k);
+        for (int p = 0; p < P; p++) {
+            int64_t lo, hi;
+            param_block(t, k, p, &lo, &hi);
+            if (hi == lo) continue;
+            CAIRN_CHECK_MPI(MPI_Isend((char *)g->data + (size_t)(lo * cols) * t->esz,
+                                      (int)((hi - lo) * cols), mpi_real(t), ps_rank_of_shard(t, p),
+                                      TAG_GRAD + k, t->train, &t->push_req[t->n_push++]));
+        }
+    }
+    t->pushed[l] = true;
+cleanup:
+    return rc;
+}
+
+int ps_push_finish(struct trainer *t)
+{
+    int rc = 0;
+    for (int l = t->l0; l < t->l1; l++)
+        if (!t->pushed[l]) CAIRN_CHECK(ps_push_layer(t, l)); /* zero gradients */
+    CAIRN_CHECK(coll_wait(t->n_push, t->push_req));
+    t->n_push = 0;
+    for (int l = t->l0; l < t->l1; l++) t->pushed[l] = false;
+    t->pending = true;
+cleanup:
+    return rc;
+}
+
+/* ---- shard side ------------------------------------------------------------------ */
+
+static int n_params(const struct trainer *t) { return 2 * t->tp->n_layers; }
+
+/* Send my rows of parameter k (in v) to every replica's stage holding it. */
+static int publish_one(struct trainer *t, int k, const struct tensor *v)
+{
+    int rc = 0;
+    if (tensor_numel(v) == 0) return 0;
+    for (int r = 0; r < t->tp->replicas; r++)
+        CAIRN_CHECK_MPI(MPI_Isend(v->data, (int)tensor_numel(v), mpi_real(t),
+                                  stage_rank(t, r, stage_of_layer(t, k / 2)), TAG_PARAM + k,
+                                  t->train, &t->pub_req[t->n_pub++]));
+cleanup:
+    return rc;
+}
+
+/* The previous publication must be received before the next goes out. */
+static int publication_done(struct trainer *t)
+{
+    int rc = coll_wait(t->n_pub, t->pub_req);
+    t->n_pub = 0;
+    return rc;
+}
+
+static int publish_all(struct trainer *t, struct blob **params)
+{
+    int rc = 0;
+    for (int k = 0; k < n_params(t); k++) CAIRN_CHECK(publish_one(t, k, &params[k]->t));
+    t->published = true;
+cleanup:
+    return rc;
+}
+
+/* Post a receive for every replica's blocks of every parameter I hold rows
+ * of; req[k * R + r] (MPI_REQUEST_NULL where I hold none). */
+static int post_grads(struct trainer *t, MPI_Request *req)
+{
+    int rc = 0, R = t->tp->replicas, K = n_params(t);
+    for (int k = 0; k < K; k++) {
+        int64_t lo, hi;
+        param_block(t, k, t->shard, &lo, &hi);
+        for (int r = 0; r < R; r++) {
+            req[k * R + r] = MPI_REQUEST_NULL;
+            if (hi == lo) continue;
+            struct tensor *g = &t->grads[r * K + k];
+            struct shape s = {.ndim = 1, .d = {(hi - lo) * param_cols(t, k)}};
+            CAIRN_CHECK(tensor_resize(g, t->dt, &s));
+            CAIRN_CHECK_MPI(MPI_Irecv(g->data, (int)s.d[0], mpi_real(t),
+                                      stage_rank(t, r, stage_of_layer(t, k / 2)), TAG_GRAD + k,
+                                      t->train, &req[k * R + r]));
+        }
+    }
+cleanup:
+    return rc;
+}
+
+struct opt_args {
+    enum optimizer opt;
+    double lr, wd, mu, b1, b2, eps, c1, c2; /* c1, c2: adam's bias corrections */
+};
+
+/* One element type's update over n elements: one branch-free loop per
+ * optimizer, so the compiler vectorizes it (the update is on the critical
+ * path between two steps).  Elementwise, so the result does not depend on
+ * how the rows are split over shards. */
+#define UPDATE(T, SQRT)                                                                     \
+    static void update_##T(const struct opt_args *a, int64_t n, T *restrict w,              \
+                           const T *restrict g, T *restrict m, T *restrict v)               \
+    {                                                                                       \
+        const T lr = (T)a->lr, wd = (T)a->wd, mu = (T)a->mu, b1 = (T)a->b1, b2 = (T)a->b2;  \
+        const T eps = (T)a->eps, c1 = (T)a->c1, c2 = (T)a->c2;                              \
+        if (a->opt == OPT_SGD) {                                                            \
+            for (int64_t i = 0; i < n; i++) w[i] -= lr * (g[i] + wd * w[i]);                 \
+        } else if (a->opt == OPT_MOMENTUM) {                                                \
+            for (int64_t i = 0; i < n; i++) {                                               \
+                m[i] = mu * m[i] + (g[i] + wd * w[i]);                                      \
+                w[i] -= lr * m[i];                                                          \
+            }                                                                               \
+        } else {                                                                            \
+            for (int64_t i = 0; i < n; i++) {                                               \
+                T gi = g[i] + wd * w[i];                                                    \
+                m[i] = b1 * m[i] + ((T)1 - b1) * gi;                                        \
+                v[i] = b2 * v[i] + ((T)1 - b2) * gi * gi;                                   \
+                w[i] -= lr * (m[i] / c1) / (SQRT(v[i] / c2) + eps);                         \
+            }                                                                               \
+        }                                                                                   \
+    }
+UPDATE(float, sqrtf)
+UPDATE(double, sqrt)
+#undef UPDATE
+
+/* Sum replica r's gradients into replica 0's, in replica order. */
+static void sum_replicas(struct trainer *t, int k)
+{
+    int K = n_params(t);
+    struct tensor *acc = &t->grads[k];
+    for (int r = 1; r < t->tp->replicas; r++) tensor_add(acc, acc, &t->grads[r * K + k]);
+}
+
+static int dump_grads(struct trainer *t);
+
+static struct opt_args opt_args(struct trainer *t, struct op_call *c)
+{
+    const struct train_spec *sp = t->spec;
+    struct opt_args a = {.opt = sp->opt, .lr = sp->lr, .wd = sp->weight_decay, .mu = sp->momentum,
+                         .b1 = sp->beta1, .b2 = sp->beta2, .eps = sp->eps, .c1 = 1, .c2 = 1};
+    if (sp->opt == OPT_ADAM) { /* this step's count, and the bias corrections it gives */
+        struct tensor *step = &c->out[3 * n_params(t)]->t;
+        int64_t n = tensor_get_i64(step, 0) + 1;
+        tensor_set_i64(step, 0, n);
+        a.c1 = 1 - pow(sp->beta1, (double)n);
+        a.c2 = 1 - pow(sp->beta2, (double)n);
+    }
+    return a;
+}
+
+/* All replicas' gradients of parameter k are in: sum, update, publish. */
+static int finish_param(struct trainer *t, struct op_call *c, const struct opt_args *a, int k)
+{
+    int K = n_params(t);
+    sum_replicas(t, k);
+    struct tensor *w = &c->out[k]->t;
+    void *m = a->opt == OPT_SGD ? NULL : c->out[K + k]->t.data;
+    void *v = a->opt == OPT_ADAM ? c->out[2 * K + k]->t.data : NULL;
+    if (t->dt == DT_F64)
+        update_double(a, tensor_numel(w), w->data, t->grads[k].data, m, v);
+    else
+        update_float(a, tensor_numel(w), w->data, t->grads[k].data, m, v);
+    return publish_one(t, k, w);
+}
+
+/* Handle each parameter as soon as all its blocks are in, without
+ * spinning a core while waiting (see wait_all). */
+static int stream_updates(struct trainer *t, struct op_call *c, MPI_Request *req, int *left)
+{
+    int rc = 0, R = t->tp->replicas, K = n_params(t), n = K * R, todo = 0;
+    int *idx = malloc((size_t)n * sizeof *idx), got;
+    CAIRN_CHECK_ALLOC(idx);
+    struct opt_args a = opt_args(t, c);
+    for (int k = 0; k < K; k++) {
+        if (left[k] == 0) CAIRN_CHECK(finish_param(t, c, &a, k)); /* rows elsewhere: nothing */
+        todo += left[k] > 0;
+    }
+    for (long spins = 0; todo > 0; spins++) {
+        CAIRN_CHECK_MPI(MPI_Testsome(n, req, &got, idx, MPI_STATUSES_IGNORE));
+        for (int i = 0; got != MPI_UNDEFINED && i < got; i++) {
+            int k = idx[i] / R;
+            if (--left[k] > 0) continue;
+            CAIRN_CHECK(finish_param(t, c, &a, k));
+            todo--;
+            spins = 0;
+        }
+        if (got == 0 && spins > 200) {
+            struct timespec ts = {0, (spins - 200 < 200 ? spins - 200 + 1 : 200) * 1000};
+            nanosleep(&ts, NULL);
+        }
+    }
+cleanup:
+    free(idx);
+    return rc;
+}
+
+int train_op_ps_step(struct op_call *c)
+{
+    struct trainer *t = c->ctx->rt->train;
+    int rc = 0, K = n_params(t), R = t->tp->replicas;
+    MPI_Request *req = malloc((size_t)(K * R + 1) * sizeof *req);
+    int *left = calloc((size_t)K + 1, sizeof *left);
+    CAIRN_CHECK_ALLOC(req && left ? req : NULL);
+    CAIRN_CHECK(publication_done(t));
+    if (!t->published) CAIRN_CHECK(publish_all(t, c->in));
+    CAIRN_CHECK(post_grads(t, req));
+    for (int k = 0; k < K; k++) {
+        int64_t lo, hi;
+        param_block(t, k, t->shard, &lo, &hi);
+        left[k] = hi > lo ? R : 0;
+    }
+    CAIRN_CHECK(publication_done(t)); /* the stages took it before they computed */
+    CAIRN_CHECK(stream_updates(t, c, req, left));
+    if (t->spec->debug_grads && !t->grads_dumped) CAIRN_CHECK(dump_grads(t));
+cleanup:
+    free(req);
+    free(left);
+    return rc;
+}
+
+int trainer_quiesce(struct trainer *t)
+{
+    int rc = 0;
+    if (t->role == ROLE_STAGE) rc = ps_pull(t);
+    if (t->role == ROLE_PS) {
+        struct workspace *ws = t->rt->ws;
+        if (!t->published) {
+            struct blob **params = malloc((size_t)n_params(t) * sizeof *params);
+            if (!params) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+            for (int k = 0; k < n_params(t); k++) {
+                char name[32];
+                snprintf(name, sizeof name, "L%d.%s", k / 2, k % 2 ? "b" : "W");
+                params[k] = workspace_find(ws, name);
+            }
+            rc = publish_all(t, params);
+            free(params);
+        }
+        if (rc == 0) rc = publication_done(t);
+    }
+    return coll_agree(t->rt->layout->world, rc);
+}
+
+/* ---- initial values ---------------------------------------------------------------- */
+
+/* The parameters' initial values (model.c: keyed by seed, parameter and
+ * element, so the same whatever the number of shards) and zero state. */
+int train_op_ps_init(struct op_call *c)
+{
+    struct trainer *t = c->ctx->rt->train;
+    int rc = 0, K = n_params(t);
+    uint64_t seed = (uint64_t)c->ctx->rt->plan->job->seed;
+    for (int i = 0; i < c->op->n_out; i++) {
+        struct tensor *v = &c->out[i]->t;
+        if (i == c->op->n_out - 1 && t->spec->opt == OPT_ADAM) { /* the step count */
+            struct shape scalar = {0};
+            CAIRN_CHECK(tensor_resize(v, DT_I64, &scalar));
+            continue;
+        }
+        int k = i % K;
+        int64_t lo, hi;
+        param_block(t, k, t->shard, &lo, &hi);
+        struct shape s = {.ndim = k % 2 ? 1 : 2, .d = {hi - lo, param_cols(t, k)}};
+        CAIRN_CHECK(tensor_resize(v, t->dt, &s)); /* zeros: the optimizer state */
+        if (i < K) model_init_param(t->spec, seed, k, lo, v);
+    }
+cleanup:
+    return rc;
+}
+
+/* ---- debug.grads -------------------------------------------------------------------- */
+
+/* The first step's summed gradients, as /grads/L<i>/W and /grads/L<i>/b,
+ * each shard writing its rows (collective over the PS group). */
+static int dump_grads(struct trainer *t)
+{
+    int rc = 0, K = n_params(t);
+    hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID, lcpl = H5I_INVALID_HID;
+    t->grads_dumped = true;
+    h5_quiet();
+    fapl = H5Pcreate(H5P_FILE_ACCESS);
+    CAIRN_CHECK_H5(fapl);
+    CAIRN_CHECK_H5(H5Pset_fapl_mpio(fapl, t->stagecomm, MPI_INFO_NULL));
+    f = H5Fcreate(t->spec->debug_grads, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    if (f < 0) CAIRN_FAIL(CAIRN_EIO, "cannot create %s", t->spec->debug_grads);
+    lcpl = H5Pcreate(H5P_LINK_CREATE);
+    CAIRN_CHECK_H5(lcpl);
+    CAIRN_CHECK_H5(H5Pset_create_intermediate_group(lcpl, 1));
+    for (int k = 0; k < K; k++) {
+        char name[64];
+        int64_t lo, hi, cols = param_cols(t, k);
+        snprintf(name, sizeof name, "grads/L%d/%s", k / 2, k % 2 ? "b" : "W");
+        param_block(t, k, t->shard, &lo, &hi);
+        hsize_t dims[2] = {(hsize_t)param_rows(t, k), (hsize_t)cols}, start[2] = {(hsize_t)lo, 0},
+                count[2] = {(hsize_t)(hi - lo), (hsize_t)cols};
+        int nd = k % 2 ? 1 : 2;
+        hid_t fs = H5Screate_simple(nd, dims, NULL), ms = H5Screate_simple(nd, count, NULL);
+        hid_t d = H5Dcreate2(f, name, h5_native(t->dt), fs, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+        herr_t e = d < 0 ? -1 : H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
+        if (e >= 0 && hi == lo) e = H5Sselect_none(fs) < 0 || H5Sselect_none(ms) < 0 ? -1 : 0;
+        if (e >= 0) e = H5Dwrite(d, h5_native(t->dt), ms, fs, H5P_DEFAULT, t->grads[k].data);
+        if (d >= 0) H5Dclose(d);
+        H5Sclose(fs);
+        H5Sclose(ms);
+        CAIRN_CHECK_H5(e);
+    }
+cleanup:
+    if (lcpl >= 0) H5Pclose(lcpl);
+    if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
+    if (fapl >= 0) H5Pclose(fapl);
+    return rc;
+}

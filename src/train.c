@@ -1,0 +1,440 @@
+/* A rank's training context and the train_step / evaluate ops
+ * (include/cairn/train.h).
+ *
+ * Data: the training rows are the first n_train rows of data.file (all of
+ * them with holdout_file, else all but the last holdout fraction); the
+ * held-out rows are the rest, or all of holdout_file.  A pass over the
+ * training rows visits them in the order of a permutation keyed by (seed,
+ * pass) (rng.h).  The data cursor blob (pass, position) that each stage
+ * keeps is the reader's state: it is checkpointed with the other blobs,
+ * and a step's mini-batch is the next `batch` samples from it.  Replica r
+ * takes its balanced share of each mini-batch. */
+#include "train_priv.h"
+
+#include "cairn/coll.h"
+#include "cairn/error.h"
+#include "cairn/exec.h"
+#include "cairn/layout.h"
+#include "cairn/model.h"
+#include "cairn/op.h"
+#include "cairn/partition.h"
+#include "cairn/plan.h"
+#include "cairn/reader.h"
+#include "cairn/rng.h"
+#include "cairn/runtime.h"
+#include "cairn/workspace.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the data --------------------------------------------------------------------- */
+
+/* An input error about the data, located at the job's data section. */
+__attribute__((format(printf, 2, 3))) static int data_error(const struct trainer *t,
+                                                            const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "%s:%d: data: %s", t->spec->file,
+                         t->spec->data_line, msg);
+}
+
+static int shape_of(struct trainer *t, const char *file, const char *ds, struct shape *s,
+                    enum dtype *dt)
+{
+    int rc = reader_shape(t->rt->readers, file, ds, s, dt);
+    if (rc) cairn_err_wrap(rc, "%s:%d: data: ", t->spec->file, t->spec->data_line);
+    return rc;
+}
+
+/* The features and labels of one file agree with the model and each other. */
+static int check_file(struct trainer *t, const char *file, int64_t *rows)
+{
+    int rc = 0;
+    const struct train_spec *sp = t->spec;
+    struct shape fs, ls;
+    enum dtype ft, lt;
+    int64_t k = t->tp->dims[t->tp->n_layers];
+    CAIRN_CHECK(shape_of(t, file, sp->features, &fs, &ft));
+    CAIRN_CHECK(shape_of(t, file, sp->labels, &ls, &lt));
+    char sh[96];
+    (void)ft;
+    if (fs.ndim != 2 || fs.d[1] != sp->inputs)
+        return data_error(t, "dataset '%s' in %s is %s; the model takes [N, %lld] (model.inputs)",
+                          sp->features, file, shape_format(&fs, sh, sizeof sh),
+                          (long long)sp->inputs);
+    if (ls.d[0] != fs.d[0])
+        return data_error(t, "dataset '%s' in %s has %lld rows but '%s' has %lld", sp->labels,
+                          file, (long long)ls.d[0], sp->features, (long long)fs.d[0]);
+    if (ls.ndim == 1 && !dtype_is_int(lt))
+        return data_error(t, "dataset '%s' in %s must hold integer classes [N] or targets [N, %lld]",
+                          sp->labels, file, (long long)k);
+    if (ls.ndim == 2 && (ls.d[1] != k || sp->loss != LOSS_MSE))
+        return data_error(t, "dataset '%s' in %s is %s: targets need loss \"mse\" and %lld "
+                             "columns (the model's outputs)",
+                          sp->labels, file, shape_format(&ls, sh, sizeof sh), (long long)k);
+    if (ls.ndim > 2)
+        return data_error(t, "dataset '%s' in %s is %s, not [N] or [N, %lld]", sp->labels, file,
+                          shape_format(&ls, sh, sizeof sh), (long long)k);
+    t->k_targets = ls.ndim == 2 ? ls.d[1] : 0;
+    *rows = fs.d[0];
+cleanup:
+    return rc;
+}
+
+/* Class labels must name an output. */
+static int check_labels(struct trainer *t, const char *file, int64_t first, int64_t n)
+{
+    int rc = 0;
+    struct tensor y = {0};
+    int64_t k = t->tp->dims[t->tp->n_layers];
+    if (t->k_targets || n == 0) return 0;
+    CAIRN_CHECK(reader_rows(t->rt->readers, file, t->spec->labels, first, n, DT_I32, &y));
+    for (int64_t i = 0; i < n; i++) {
+        int32_t v = ((int32_t *)y.data)[i];
+        if (v < 0 || v >= k) {
+            rc = data_error(t, "dataset '%s' in %s holds class %d, but the model has %lld outputs",
+                            t->spec->labels, file, v, (long long)k);
+            break;
+        }
+    }
+cleanup:
+    tensor_free(&y);
+    return rc;
+}
+
+static int open_data(struct trainer *t)
+{
+    int rc = 0;
+    const struct train_spec *sp = t->spec;
+    int64_t eval_rows = 0;
+    CAIRN_CHECK(check_file(t, sp->data_file, &t->n_rows));
+    t->eval_file = sp->holdout_file ? sp->holdout_file : sp->data_file;
+    if (sp->holdout_file) {
+        int64_t k = t->k_targets;
+        CAIRN_CHECK(check_file(t, sp->holdout_file, &eval_rows));
+        if (k != t->k_targets)
+            return data_error(t, "the labels of %s and %s differ in kind", sp->data_file,
+                              sp->holdout_file);
+        t->n_train = t->n_rows;
+        t->n_eval = eval_rows;
+        t->eval_first = 0;
+    } else {
+        t->n_train = model_train_rows(sp, t->n_rows);
+        t->n_eval = t->n_rows - t->n_train;
+        t->eval_first = t->n_train;
+    }
+    if (t->n_train < 1)
+        return data_error(t, "%s leaves no training rows (%lld rows, %lld held out)", sp->data_file,
+                          (long long)t->n_rows, (long long)t->n_eval);
+    if (t->last) {
+        CAIRN_CHECK(check_labels(t, sp->data_file, 0, t->n_train));
+        CAIRN_CHECK(check_labels(t, t->eval_file, t->eval_first, t->n_eval));
+    }
+cleanup:
+    return rc;
+}
+
+/* Every rank learns the row counts from world rank 0 (a first stage). */
+static int share_counts(struct trainer *t)
+{
+    int rc = 0;
+    int64_t v[3] = {t->n_train, t->n_eval, t->k_targets};
+    CAIRN_CHECK_MPI(MPI_Bcast(v, 3, MPI_INT64_T, 0, t->rt->layout->world));
+    t->n_train = v[0];
+    t->n_eval = v[1];
+    t->k_targets = v[2];
+    int64_t b = t->spec->batch, steps = t->rt->plan->steps_per_epoch;
+    t->steps_per_epoch = steps ? steps : (t->n_train + b - 1) / b;
+cleanup:
+    return rc;
+}
+
+/* The rows of one step: the next `global` samples from the cursor. */
+static int step_batch(struct trainer *t, const struct tensor *cursor, struct batch *b)
+{
+    int rc = 0;
+    int64_t pass = tensor_get_i64(cursor, 0), pos = tensor_get_i64(cursor, 1), lo, hi;
+    if (t->spec->shuffle && (!t->perm || t->perm_pass != pass)) {
+        if (!t->perm) t->perm = malloc((size_t)t->n_train * sizeof *t->perm);
+        CAIRN_CHECK_ALLOC(t->perm);
+        rng_permutation((uint64_t)t->rt->plan->job->seed, (uint64_t)pass, t->n_train, t->perm);
+        t->perm_pass = pass;
+    }
+    b->global = t->n_train - pos < t->spec->batch ? t->n_train - pos : t->spec->batch;
+    part_range(b->global, t->tp->replicas, t->replica, &lo, &hi);
+    b->n = hi - lo;
+    free(b->idx);
+    b->idx = malloc((size_t)(b->n + 1) * sizeof *b->idx);
+    CAIRN_CHECK_ALLOC(b->idx);
+    for (int64_t i = 0; i < b->n; i++) b->idx[i] = t->perm ? t->perm[pos + lo + i] : pos + lo + i;
+cleanup:
+    return rc;
+}
+
+static void advance(const struct trainer *t, struct tensor *cursor, int64_t global)
+{
+    int64_t pass = tensor_get_i64(cursor, 0), pos = tensor_get_i64(cursor, 1) + global;
+    if (pos >= t->n_train) {
+        pass++;
+        pos = 0;
+    }
+    tensor_set_i64(cursor, 0, pass);
+    tensor_set_i64(cursor, 1, pos);
+}
+
+/* Features for the first stage, labels or targets for the last. */
+static int read_rows(struct trainer *t, const char *file, struct batch *b)
+{
+    int rc = 0;
+    struct reader_cache *rd = t->rt->readers;
+    if (t->first)
+        CAIRN_CHECK(reader_gather(rd, file, t->spec->features, b->idx, b->n, t->dt, &b->x));
+    if (t->last)
+        CAIRN_CHECK(reader_gather(rd, file, t->spec->labels, b->idx, b->n,
+                                  t->k_targets ? t->dt : DT_I32, &b->y));
+cleanup:
+    return rc;
+}
+
+static void batch_free(struct batch *b)
+{
+    free(b->idx);
+    tensor_free(&b->x);
+    tensor_free(&b->y);
+    *b = (struct batch){0};
+}
+
+/* ---- the context ------------------------------------------------------------------ */
+
+static int alloc_params(struct trainer *t)
+{
+    int rc = 0, L = t->tp->n_layers;
+    t->W = calloc((size_t)L, sizeof *t->W);
+    t->b = calloc((size_t)L, sizeof *t->b);
+    t->dW = calloc((size_t)L, sizeof *t->dW);
+    t->db = calloc((size_t)L, sizeof *t->db);
+    CAIRN_CHECK_ALLOC(t->W && t->b && t->dW && t->db ? t->W : NULL);
+    for (int l = t->l0; l < t->l1; l++) {
+        struct shape w = {.ndim = 2, .d = {t->tp->dims[l], t->tp->dims[l + 1]}};
+        struct shape v = {.ndim = 1, .d = {t->tp->dims[l + 1]}};
+        CAIRN_CHECK(tensor_resize(&t->W[l], t->dt, &w));
+        CAIRN_CHECK(tensor_resize(&t->dW[l], t->dt, &w));
+        CAIRN_CHECK(tensor_resize(&t->b[l], t->dt, &v));
+        CAIRN_CHECK(tensor_resize(&t->db[l], t->dt, &v));
+    }
+cleanup:
+    return rc;
+}
+
+static void assign_role(struct trainer *t)
+{
+    const struct layout *l = t->rt->layout;
+    const struct train_plan *tp = t->tp;
+    t->role = ROLE_NONE;
+    if (l->gid == tp->ps_group) {
+        t->role = ROLE_PS;
+        t->shard = l->grank;
+    }
+    for (int s = 0; s < tp->stages; s++) {
+        if (l->gid != tp->stage_group[s]) continue;
+        t->role = ROLE_STAGE;
+        t->stage = s;
+        t->replica = l->grank;
+        t->l0 = tp->first_layer[s];
+        t->l1 = tp->first_layer[s + 1];
+        t->first = s == 0;
+        t->last = s == tp->stages - 1;
+    }
+    t->pipe = l->pipe;
+    t->train = l->train;
+    t->dl = l->dl;
+    t->stagecomm = l->gid >= 0 ? l->lanes[0] : MPI_COMM_NULL;
+}
+
+static int setup_role(struct trainer *t)
+{
+    int rc = 0;
+    if (t->role != ROLE_NONE) CAIRN_CHECK(ps_create(t));
+    if (t->role == ROLE_STAGE) {
+        if (t->first || t->last) CAIRN_CHECK(open_data(t));
+        CAIRN_CHECK(alloc_params(t));
+        CAIRN_CHECK(pipe_create(t));
+    } else if (t->role == ROLE_PS) {
+        size_t n = (size_t)t->tp->replicas * 2 * (size_t)t->tp->n_layers;
+        t->grads = calloc(n + 1, sizeof *t->grads);
+        CAIRN_CHECK_ALLOC(t->grads);
+    }
+cleanup:
+    return rc;
+}
+
+int trainer_create(struct runtime *rt, struct trainer **out)
+{
+    int rc = 0;
+    struct trainer *t = calloc(1, sizeof *t);
+    if (!t) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    t->rt = rt;
+    t->tp = rt->plan->train;
+    t->spec = t->tp->spec;
+    t->dt = t->spec->dtype;
+    t->esz = dtype_size(t->dt);
+    t->blacs_sys = t->ctx_all = t->ctx_ps = t->ctx_root = -1;
+    assign_role(t);
+    rc = coll_agree(rt->layout->world, setup_role(t));
+    if (rc == 0) rc = share_counts(t);
+    if (rc == 0) rc = coll_agree(rt->layout->world, dl_create(t));
+    if (rc) {
+        trainer_destroy(&t);
+        return rc;
+    }
+    *out = t;
+    return 0;
+}
+
+void trainer_destroy(struct trainer **tp)
+{
+    if (!tp || !*tp) return;
+    struct trainer *t = *tp;
+    dl_destroy(t);
+    pipe_destroy(t);
+    ps_destroy(t);
+    for (int l = 0; t->W && l < t->tp->n_layers; l++) {
+        tensor_free(&t->W[l]);
+        tensor_free(&t->b[l]);
+        tensor_free(&t->dW[l]);
+        tensor_free(&t->db[l]);
+    }
+    size_t n = (size_t)t->tp->replicas * 2 * (size_t)t->tp->n_layers;
+    for (size_t i = 0; t->grads && i < n; i++) tensor_free(&t->grads[i]);
+    free(t->W);
+    free(t->b);
+    free(t->dW);
+    free(t->db);
+    free(t->grads);
+    free(t->perm);
+    free(t);
+    *tp = NULL;
+}
+
+int64_t trainer_steps_per_epoch(const struct trainer *t) { return t->steps_per_epoch; }
+
+int trainer_epoch_stats(struct trainer *t, int64_t *samples, double *pipe_seconds)
+{
+    int rc = 0;
+    MPI_Comm world = t->rt->layout->world;
+    CAIRN_CHECK_MPI(MPI_Allreduce(&t->pipe_seconds, pipe_seconds, 1, MPI_DOUBLE, MPI_MAX, world));
+    CAIRN_CHECK_MPI(MPI_Allreduce(&t->samples, samples, 1, MPI_INT64_T, MPI_MAX, world));
+    t->pipe_seconds = 0;
+    t->samples = 0;
+cleanup:
+    return rc;
+}
+
+/* ---- the ops ------------------------------------------------------------------------ */
+
+static void zero_grads(struct trainer *t)
+{
+    for (int l = t->l0; l < t->l1; l++) {
+        tensor_fill(&t->dW[l], 0);
+        tensor_fill(&t->db[l], 0);
+    }
+}
+
+/* Combine per-replica sums on the last stage, adding them in replica order
+ * (so every layout with the same replicas gives the same bits). */
+static int sum_replicas(struct trainer *t, double *v, int n)
+{
+    int rc = 0, R = t->tp->replicas;
+    double *all = malloc((size_t)(n * R) * sizeof *all);
+    CAIRN_CHECK_ALLOC(all);
+    CAIRN_CHECK_MPI(MPI_Allgather(v, n, MPI_DOUBLE, all, n, MPI_DOUBLE, t->stagecomm));
+    for (int j = 0; j < n; j++) {
+        v[j] = 0;
+        for (int r = 0; r < R; r++) v[j] += all[r * n + j];
+    }
+cleanup:
+    free(all);
+    return rc;
+}
+
+static int set_scalar(struct tensor *out, double v)
+{
+    struct shape scalar = {0};
+    int rc = tensor_resize(out, DT_F64, &scalar);
+    if (rc == 0) tensor_set(out, 0, v);
+    return rc;
+}
+
+int train_op_step(struct op_call *c)
+{
+    struct trainer *t = c->ctx->rt->train;
+    struct tensor *cursor = &c->in[0]->t;
+    struct batch b = {0};
+    int rc = 0;
+    /* the data first: reading it overlaps the shards' update of the last step */
+    CAIRN_CHECK(step_batch(t, cursor, &b));
+    CAIRN_CHECK(read_rows(t, t->spec->data_file, &b));
+    zero_grads(t);
+    CAIRN_CHECK(ps_pull(t));
+    t->loss_sum = 0;
+    CAIRN_CHECK(pipe_step(t, &b)); /* pushes the gradients as they are done */
+    CAIRN_CHECK(ps_push_finish(t));
+    advance(t, cursor, b.global);
+    t->samples += b.global;
+    if (t->last) {
+        double loss = t->loss_sum;
+        CAIRN_CHECK(sum_replicas(t, &loss, 1));
+        loss /= (double)b.global;
+        if (!isfinite(loss) && t->spec->abort_on_nan)
+            CAIRN_FAIL(CAIRN_ERUNTIME, "the training loss is %s in pipeline stage %d (replica %d); "
+                                       "on_nan = \"abort\"",
+                       isnan(loss) ? "NaN" : "infinite", t->stage, t->replica);
+        CAIRN_CHECK(set_scalar(&c->out[0]->t, loss));
+    }
+cleanup:
+    batch_free(&b);
+    return rc;
+}
+
+/* Loss and accuracy over the held-out rows: each replica evaluates its
+ * share, in batches of eval_batch, through its pipeline. */
+int train_op_evaluate(struct op_call *c)
+{
+    struct trainer *t = c->ctx->rt->train;
+    struct batch b = {0};
+    int rc = 0;
+    int64_t lo, hi, correct = 0;
+    double loss = 0;
+    CAIRN_CHECK(ps_pull(t));
+    part_range(t->n_eval, t->tp->replicas, t->replica, &lo, &hi);
+    for (int64_t at = lo; at < hi; at += t->spec->eval_batch) {
+        b.n = hi - at < t->spec->eval_batch ? hi - at : t->spec->eval_batch;
+        b.global = b.n;
+        free(b.idx);
+        b.idx = malloc((size_t)b.n * sizeof *b.idx);
+        CAIRN_CHECK_ALLOC(b.idx);
+        for (int64_t i = 0; i < b.n; i++) b.idx[i] = t->eval_first + at + i;
+        CAIRN_CHECK(read_rows(t, t->eval_file, &b));
+        CAIRN_CHECK(pipe_eval(t, &b, &loss, &correct));
+    }
+    if (t->last) {
+        double v[2] = {loss, (double)correct}; /* counts are exact in a double */
+        CAIRN_CHECK(sum_replicas(t, v, 2));
+        if (!isfinite(v[0]) && t->spec->abort_on_nan)
+            CAIRN_FAIL(CAIRN_ERUNTIME, "the held-out loss is %s in pipeline stage %d; "
+                                       "on_nan = \"abort\"",
+                       isnan(v[0]) ? "NaN" : "infinite", t->stage);
+        CAIRN_CHECK(set_scalar(&c->out[0]->t, v[0] / (double)t->n_eval));
+        CAIRN_CHECK(set_scalar(&c->out[1]->t, v[1] / (double)t->n_eval));
+    }
+cleanup:
+    batch_free(&b);
+    return rc;
+}

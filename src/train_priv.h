@@ -1,0 +1,105 @@
+/* Private to the training modules (train.c, pipeline.c, ps.c, download.c):
+ * one rank's training context.  A rank is a pipeline stage of one replica,
+ * a PS shard, or neither. */
+#ifndef CAIRN_TRAIN_PRIV_H
+#define CAIRN_TRAIN_PRIV_H
+
+#include "cairn/job.h"
+#include "cairn/tensor.h"
+#include "cairn/train.h"
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct runtime;
+struct train_plan;
+
+enum role { ROLE_NONE, ROLE_STAGE, ROLE_PS };
+
+/* The samples one step (or one evaluation batch) works on, for this rank. */
+struct batch {
+    int64_t global; /* samples in the whole mini-batch (every replica) */
+    int64_t n;      /* this replica's share */
+    int64_t *idx;   /* its sample rows (n) */
+    struct tensor x; /* features of those rows (first stage only) */
+    struct tensor y; /* labels (i32) or targets (last stage only) */
+};
+
+struct trainer {
+    struct runtime *rt;
+    const struct train_plan *tp;
+    const struct train_spec *spec;
+    enum role role;
+    int stage, replica, shard; /* whichever the role has */
+    int l0, l1;                /* a stage's layers l0 .. l1-1 */
+    bool first, last;          /* first / last stage */
+    MPI_Comm pipe, train, dl, stagecomm;
+    enum dtype dt;
+    size_t esz; /* bytes per element */
+    /* data (first and last stages) */
+    const char *eval_file;
+    int64_t n_rows, n_train, n_eval, eval_first; /* eval rows: eval_first .. + n_eval */
+    int64_t k_targets;                           /* 0: class labels, else target columns */
+    int64_t steps_per_epoch;
+    int64_t *perm, perm_pass; /* the current pass's sample order */
+    /* a stage's parameters and gradients, by layer (others empty) */
+    struct tensor *W, *b, *dW, *db;
+    /* pipeline work buffers */
+    struct pipe_bufs *bufs;
+    /* PS: received gradients, one set per replica */
+    struct tensor *grads; /* [replica * 2L + k] */
+    bool grads_dumped;
+    /* the PS protocol's state (ps.c) */
+    bool pending;             /* stage: a publication of the parameters awaits receipt */
+    bool *pushed;             /* stage: layers whose gradients went out this step */
+    MPI_Request *push_req;    /* stage: this step's gradient sends */
+    int n_push;
+    bool published;           /* shard: the current parameters went out */
+    MPI_Request *pub_req;     /* shard: the last publication's sends, completed lazily */
+    int n_pub;
+    /* download grids (BLACS contexts; -1 where not a member) */
+    int blacs_sys, ctx_all, ctx_ps, ctx_root;
+    /* statistics */
+    double pipe_seconds; /* time in the pipeline schedule this epoch */
+    int64_t samples;     /* trained on this epoch (world rank 0 counts) */
+    double loss_sum;     /* this step's training loss, summed over samples */
+};
+
+/* ---- parameter geometry (ps.c) ---- */
+int64_t param_rows(const struct trainer *t, int k); /* W: inputs of the layer; b: units */
+int64_t param_cols(const struct trainer *t, int k); /* W: units; b: 1 */
+/* Shard p's rows of parameter k: [lo, hi) (ScaLAPACK block layout). */
+void param_block(const struct trainer *t, int k, int p, int64_t *lo, int64_t *hi);
+int ps_rank_of_shard(const struct trainer *t, int p); /* in the train comm */
+int stage_rank(const struct trainer *t, int replica, int stage); /* in the train comm */
+
+/* ---- the PS protocol (ps.c) ---- */
+int ps_create(struct trainer *t);
+void ps_destroy(struct trainer *t);
+/* Stage: receive the parameters' latest publication, if one is pending. */
+int ps_pull(struct trainer *t);
+/* Stage: send layer l's gradients (final for this step) to every shard. */
+int ps_push_layer(struct trainer *t, int l);
+/* Stage: push what the schedule did not (a step with no samples here),
+ * then wait for this step's sends; a new publication is now pending. */
+int ps_push_finish(struct trainer *t);
+
+/* ---- the pipeline (pipeline.c) ---- */
+int pipe_create(struct trainer *t);
+void pipe_destroy(struct trainer *t);
+/* One step's schedule for this stage: forward and backward over the
+ * micro-batches of b, exchanging activations and gradients with the
+ * neighbouring stages; accumulates dW and db; the last stage sums the
+ * samples' losses into t->loss_sum. */
+int pipe_step(struct trainer *t, struct batch *b);
+/* Forward only over an evaluation batch; the last stage adds the losses
+ * and the correct predictions. */
+int pipe_eval(struct trainer *t, struct batch *b, double *loss, int64_t *correct);
+
+/* ---- download (download.c) ---- */
+int dl_create(struct trainer *t);
+void dl_destroy(struct trainer *t);
+
+
+#endif

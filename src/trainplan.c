@@ -1,0 +1,263 @@
+/* Planning a model job: the model, data, pipeline, replicas and ps sections
+ * become ordinary groups, tasks and ops (include/cairn/trainplan.h), so
+ * `cairn print` shows them and `cairn check` analyzes them like any other.
+ *
+ *   groups   stage0 .. stage{S-1} (R ranks each: replica r of stage s is
+ *            world rank s*R + r), then ps (P ranks)
+ *   init     ps: the parameters and optimizer state, sharded by rows;
+ *            each stage: a data cursor (pass, position)
+ *   epoch    per step: each stage runs its part of the pipeline schedule
+ *            for the step's mini-batch; ps applies the replicas' summed
+ *            gradients and publishes the new parameters (ps.c streams both)
+ *   epoch_end  the stages evaluate the held-out split; the last stage
+ *            turns loss/accuracy into stop blobs and logs them
+ *   download ps shards and trainer 0 redistribute every parameter onto
+ *            trainer 0 (ScaLAPACK p?gemr2d), once
+ *   exit     trainer 0 writes RUN_DIR/model.h5 */
+#include "cairn/trainplan.h"
+
+#include "cairn/arena.h"
+#include "cairn/diag.h"
+#include "cairn/error.h"
+#include "cairn/plan.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct tp {
+    struct plan *p;
+    struct arena *a;
+    const struct train_spec *t;
+    struct train_plan *tp;
+    struct phase gen[N_PHASES]; /* generated tasks, put before the job's own */
+};
+
+/* ---- building ops ---------------------------------------------------------- */
+
+static struct task *add_task(struct tp *x, enum phase_id ph, const char *name, int group)
+{
+    struct phase *g = &x->gen[ph];
+    g->v = arena_grow(x->a, g->v, (size_t)g->n, sizeof *g->v);
+    struct task *t = &g->v[g->n++];
+    *t = (struct task){.name = arena_strdup(x->a, name), .group = x->p->groups[group].name,
+                       .file = x->t->file, .line = x->t->line, .group_id = group};
+    return t;
+}
+
+static struct op_node *add_op(struct tp *x, struct task *t, const char *name)
+{
+    struct steplist *l = &t->steps;
+    l->v = arena_grow(x->a, l->v, (size_t)l->n, sizeof *l->v);
+    struct step *st = &l->v[l->n++];
+    const struct op_def *def = op_find(name);
+    int np = 0;
+    while (def->params && def->params[np].key) np++;
+    *st = (struct step){.kind = STEP_OP, .file = x->t->file, .line = x->t->line};
+    st->op = (struct op_node){.def = def, .file = x->t->file, .line = x->t->line};
+    st->op.pv = arena_alloc(x->a, (size_t)(np + 1) * sizeof *st->op.pv);
+    op_set_defaults(def, st->op.pv);
+    return &st->op;
+}
+
+static void in(struct tp *x, struct op_node *op, const char *name)
+{
+    op->in = arena_grow(x->a, (void *)op->in, (size_t)op->n_in, sizeof *op->in);
+    op->in[op->n_in++] = arena_strdup(x->a, name);
+}
+
+static void out(struct tp *x, struct op_node *op, const char *name)
+{
+    op->out = arena_grow(x->a, (void *)op->out, (size_t)op->n_out, sizeof *op->out);
+    op->out[op->n_out++] = arena_strdup(x->a, name);
+}
+
+static struct pval *param(struct op_node *op, const char *key)
+{
+    struct pval *v = &op->pv[op_param_index(op->def, key)];
+    v->given = true;
+    return v;
+}
+
+/* ---- names ------------------------------------------------------------------ */
+
+/* Parameter k (2l: layer l's W, 2l+1: its b), and its optimizer state. */
+static const char *pname(struct tp *x, int k, const char *suffix)
+{
+    return arena_printf(x->a, "L%d.%s%s", k / 2, k % 2 ? "b" : "W", suffix);
+}
+
+/* ps_init's outputs and ps_step's operands, in the order ps.c expects:
+ * every parameter, then (momentum) every velocity or (adam) every first
+ * moment, every second moment and the step count. */
+static void state_operands(struct tp *x, struct op_node *op, bool as_in, bool as_out,
+                           bool params_only)
+{
+    int n = 2 * x->t->n_layers;
+    const char *const suffixes[] = {"", ".m", ".v"};
+    int groups = params_only ? 1 : x->t->opt == OPT_SGD ? 1 : x->t->opt == OPT_MOMENTUM ? 2 : 3;
+    for (int g = 0; g < groups; g++) {
+        for (int k = 0; k < n; k++) {
+            const char *name = pname(x, k, suffixes[g]);
+            if (as_in) in(x, op, name);
+            if (as_out) out(x, op, name);
+        }
+    }
+    if (!params_only && x->t->opt == OPT_ADAM) {
+        if (as_in) in(x, op, "adam.t");
+        if (as_out) out(x, op, "adam.t");
+    }
+}
+
+/* ---- groups ------------------------------------------------------------------ */
+
+int trainplan_groups(struct plan *p, struct group **gen, int *n_gen, struct diags *d)
+{
+    const struct train_spec *t = p->job->train;
+    int S = (int)t->stages, n = S + 1;
+    struct group *g = arena_alloc(p->arena, (size_t)n * sizeof *g);
+    for (int s = 0; s < S; s++)
+        g[s] = (struct group){.name = arena_printf(p->arena, "stage%d", s),
+                              .nranks = (int)t->replicas, .file = t->file, .line = t->line};
+    g[S] = (struct group){.name = "ps", .nranks = (int)t->shards, .file = t->file, .line = t->line};
+    int errors = 0;
+    for (int i = 0; i < p->job->n_groups; i++) {
+        const struct group_spec *u = &p->job->groups[i];
+        for (int k = 0; k < n; k++) {
+            if (u->name && strcmp(u->name, g[k].name) == 0) {
+                diags_add(d, u->file, u->line, "group name '%s' is taken by the model's %s group",
+                          u->name, k == S ? "parameter-server" : "pipeline stage");
+                errors++;
+            }
+        }
+    }
+    *gen = g;
+    *n_gen = n;
+    return errors ? cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "group names clash") : 0;
+}
+
+static void geometry(struct tp *x)
+{
+    const struct train_spec *t = x->t;
+    struct train_plan *tp = arena_alloc(x->a, sizeof *tp);
+    tp->spec = t;
+    tp->stages = (int)t->stages;
+    tp->replicas = (int)t->replicas;
+    tp->shards = (int)t->shards;
+    tp->n_layers = t->n_layers;
+    tp->stage_group = arena_alloc(x->a, (size_t)tp->stages * sizeof *tp->stage_group);
+    tp->first_layer = arena_alloc(x->a, (size_t)(tp->stages + 1) * sizeof *tp->first_layer);
+    tp->dims = arena_alloc(x->a, (size_t)(t->n_layers + 1) * sizeof *tp->dims);
+    for (int s = 0; s < tp->stages; s++) {
+        tp->stage_group[s] = s;
+        tp->first_layer[s + 1] = tp->first_layer[s] + (int)t->balance[s];
+    }
+    tp->ps_group = tp->stages;
+    tp->dims[0] = t->inputs;
+    for (int l = 0; l < t->n_layers; l++) tp->dims[l + 1] = t->layers[l].units;
+    x->tp = tp;
+    x->p->train = tp;
+}
+
+/* ---- tasks ---------------------------------------------------------------------- */
+
+static void plan_init(struct tp *x)
+{
+    struct task *t = add_task(x, PHASE_INIT, "ps_init", x->tp->ps_group);
+    state_operands(x, add_op(x, t, "ps_init"), false, true, false);
+    for (int s = 0; s < x->tp->stages; s++) {
+        struct task *r = add_task(x, PHASE_INIT, arena_printf(x->a, "cursor%d", s), s);
+        struct op_node *op = add_op(x, r, "fill");
+        out(x, op, "cursor");
+        struct pval *sh = param(op, "shape");
+        sh->n = 1;
+        sh->ints = arena_alloc(x->a, sizeof *sh->ints);
+        sh->ints[0] = 2;
+        struct pval *dt = param(op, "dtype");
+        dt->s = "i64";
+        dt->i = op_choice_index("f32|f64|i32|i64", "i64");
+    }
+}
+
+static void plan_epoch(struct tp *x)
+{
+    int last = x->tp->stages - 1;
+    struct task *ps = add_task(x, PHASE_EPOCH, "ps_serve", x->tp->ps_group);
+    state_operands(x, add_op(x, ps, "ps_step"), true, true, false);
+    for (int s = 0; s <= last; s++) {
+        struct op_node *op = add_op(x, add_task(x, PHASE_EPOCH, arena_printf(x->a, "train%d", s), s),
+                                    "train_step");
+        in(x, op, "cursor");
+        if (s == last) out(x, op, "train_loss");
+    }
+}
+
+static void add_stop(struct tp *x, struct task *t, const char *blob, const char *metric,
+                     const char *cmp, double value)
+{
+    struct op_node *op = add_op(x, t, "cmp");
+    in(x, op, metric);
+    out(x, op, blob);
+    struct pval *c = param(op, "cmp");
+    c->s = cmp;
+    c->i = op_choice_index("lt|le|gt|ge|eq|ne", cmp);
+    param(op, "value")->f = value;
+    struct plan *p = x->p;
+    p->stop_blobs = arena_grow(x->a, p->stop_blobs, (size_t)p->n_stop_blobs, sizeof *p->stop_blobs);
+    p->stop_blobs[p->n_stop_blobs++] = (struct stop_blob){
+        .group = p->groups[x->tp->stage_group[x->tp->stages - 1]].name, .blob = blob,
+        .file = x->t->file, .line = x->t->line};
+}
+
+static void plan_epoch_end(struct tp *x)
+{
+    const struct train_spec *t = x->t;
+    int last = x->tp->stages - 1;
+    bool eval = t->holdout > 0 || t->holdout_file;
+    for (int s = 0; eval && s <= last; s++) {
+        struct op_node *op = add_op(x, add_task(x, PHASE_EPOCH_END, arena_printf(x->a, "eval%d", s), s),
+                                    "evaluate");
+        if (s == last) {
+            out(x, op, "loss");
+            out(x, op, "accuracy");
+        }
+    }
+    struct task *rep = add_task(x, PHASE_EPOCH_END, "report", x->tp->stage_group[last]);
+    if (t->stop_on_accuracy) add_stop(x, rep, "stop_accuracy", "accuracy", "ge", t->stop_accuracy);
+    if (t->stop_on_loss) add_stop(x, rep, "stop_loss", "loss", "le", t->stop_loss);
+    struct op_node *log = add_op(x, rep, "log");
+    in(x, log, "train_loss");
+    if (eval) {
+        in(x, log, "loss");
+        in(x, log, "accuracy");
+    }
+}
+
+static void plan_download_exit(struct tp *x)
+{
+    struct task *ps = add_task(x, PHASE_DOWNLOAD, "ps_download", x->tp->ps_group);
+    state_operands(x, add_op(x, ps, "download"), true, false, true);
+    struct task *t0 = add_task(x, PHASE_DOWNLOAD, "download", x->tp->stage_group[0]);
+    state_operands(x, add_op(x, t0, "download"), false, true, true);
+    struct task *save = add_task(x, PHASE_EXIT, "save_model", x->tp->stage_group[0]);
+    state_operands(x, add_op(x, save, "save_model"), true, false, true);
+}
+
+int trainplan_tasks(struct plan *p)
+{
+    struct tp x = {.p = p, .a = p->arena, .t = p->job->train};
+    geometry(&x);
+    plan_init(&x);
+    plan_epoch(&x);
+    plan_epoch_end(&x);
+    plan_download_exit(&x);
+    for (int ph = 0; ph < N_PHASES; ph++) { /* generated tasks first, then the job's */
+        struct phase *dst = &p->phases[ph];
+        int n = x.gen[ph].n + dst->n;
+        struct task *v = arena_alloc(p->arena, (size_t)(n + 1) * sizeof *v);
+        if (x.gen[ph].n) memcpy(v, x.gen[ph].v, (size_t)x.gen[ph].n * sizeof *v);
+        if (dst->n) memcpy(v + x.gen[ph].n, dst->v, (size_t)dst->n * sizeof *v);
+        dst->v = v;
+        dst->n = n;
+    }
+    return 0;
+}
