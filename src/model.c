@@ -74,7 +74,7 @@ cleanup:
 
 /* Forward, loss and backward of rows [lo, hi) of x/y, accumulating gradients. */
 static int ref_micro(struct ref *r, const struct tensor *x, const struct tensor *y, int64_t lo,
-                     int64_t hi, int64_t batch, int64_t k_targets)
+                     int64_t hi, int64_t batch, int64_t k_targets, bool first)
 {
     int rc = 0;
     const struct train_spec *t = r->t;
@@ -102,7 +102,7 @@ static int ref_micro(struct ref *r, const struct tensor *x, const struct tensor 
         }
         nn_backward(t->dtype, n, model_param_rows(t, 2 * l), t->layers[l].units, r->a[l].data,
                     r->W[l].data, r->a[l + 1].data, t->layers[l].act, r->g[(l + 1) % 2].data,
-                    r->dW[l].data, r->db[l].data, dx ? dx->data : NULL);
+                    r->dW[l].data, r->db[l].data, dx ? dx->data : NULL, !first);
     }
 cleanup:
     return rc;
@@ -183,10 +183,10 @@ int model_reference_grads(const struct train_spec *t, uint64_t seed, const char 
         for (int64_t i = 0; i < n_train; i++) idx[i] = i;
     CAIRN_CHECK(reader_gather(rd, t->data_file, t->features, idx, batch, t->dtype, &x));
     CAIRN_CHECK(reader_gather(rd, t->data_file, t->labels, idx, batch, k_targets ? t->dtype : DT_I32, &y));
-    for (int64_t i = 0; i < t->chunks; i++) {
+    for (int64_t i = 0, done = 0; i < t->chunks; i++) {
         int64_t lo, hi;
         part_range(batch, t->chunks, i, &lo, &hi);
-        if (hi > lo) CAIRN_CHECK(ref_micro(&r, &x, &y, lo, hi, batch, k_targets));
+        if (hi > lo) CAIRN_CHECK(ref_micro(&r, &x, &y, lo, hi, batch, k_targets, done++ == 0));
     }
     CAIRN_CHECK(ref_write(&r, out));
 cleanup:

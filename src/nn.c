@@ -67,12 +67,13 @@ void nn_forward(enum dtype dt, int64_t n, int64_t in, int64_t out, const void *x
 }
 
 void nn_backward(enum dtype dt, int64_t n, int64_t in, int64_t out, const void *x, const void *W,
-                 const void *y, enum act a, void *dy, void *dW, void *db, void *dx)
+                 const void *y, enum act a, void *dy, void *dW, void *db, void *dx,
+                 bool accumulate)
 {
     if (dt == DT_F64)
-        backward_f64(n, in, out, x, W, y, a, dy, dW, db, dx);
+        backward_f64(n, in, out, x, W, y, a, dy, dW, db, dx, accumulate);
     else
-        backward_f32(n, in, out, x, W, y, a, dy, dW, db, dx);
+        backward_f32(n, in, out, x, W, y, a, dy, dW, db, dx, accumulate);
 }
 
 double nn_loss(enum dtype dt, enum loss l, int64_t n, int64_t k, const void *z,

@@ -16,8 +16,8 @@ static void F(activate)(enum act a, REAL *y, int64_t n)
 {
     switch (a) {
     case ACT_IDENTITY: break;
-    case ACT_RELU:
-        for (int64_t i = 0; i < n; i++) y[i] = y[i] > 0 ? y[i] : 0;
+    case ACT_RELU: /* NaN stays NaN, so on_nan sees it */
+        for (int64_t i = 0; i < n; i++) y[i] = !(y[i] <= 0) ? y[i] : 0;
         break;
     case ACT_TANH:
         for (int64_t i = 0; i < n; i++) y[i] = TANH(y[i]);
@@ -54,10 +54,15 @@ static void F(dact)(enum act a, const REAL *y, REAL *dy, int64_t n)
 }
 
 static void F(backward)(int64_t n, int64_t in, int64_t out, const REAL *x, const REAL *W,
-                        const REAL *y, enum act a, REAL *dy, REAL *dW, REAL *db, REAL *dx)
+                        const REAL *y, enum act a, REAL *dy, REAL *dW, REAL *db, REAL *dx,
+                        bool accumulate)
 {
     F(dact)(a, y, dy, n * out);
-    F(gemm)(true, false, in, out, n, 1, x, in, dy, out, 1, dW, out);
+    if (!accumulate) {
+        memset(db, 0, (size_t)out * sizeof(REAL));
+        if (n == 0) memset(dW, 0, (size_t)(in * out) * sizeof(REAL));
+    }
+    if (n > 0) F(gemm)(true, false, in, out, n, 1, x, in, dy, out, accumulate ? 1 : 0, dW, out);
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < out; j++) db[j] += dy[i * out + j];
     if (dx) {

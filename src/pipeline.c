@@ -219,9 +219,11 @@ cleanup:
     return rc;
 }
 
-/* Backward of micro-batch i; if it is the step's last, each layer's
- * gradient is final once done, and goes to the shards at once. */
-static int do_backward(struct trainer *t, struct batch *bt, int i, bool last_of_step)
+/* Backward of micro-batch i.  The step's first overwrites the gradient
+ * buffers; after its last, each layer's gradient is final once done, and
+ * goes to the shards at once. */
+static int do_backward(struct trainer *t, struct batch *bt, int i, bool first_of_step,
+                       bool last_of_step)
 {
     int rc = 0, L = n_local(t);
     struct pipe_bufs *p = t->bufs;
@@ -244,7 +246,7 @@ static int do_backward(struct trainer *t, struct batch *bt, int i, bool last_of_
         if (dx) CAIRN_CHECK(shape2(dx, t->dt, b->n, dim(t, j)));
         nn_backward(t->dt, b->n, dim(t, j), dim(t, j + 1), x->data, t->W[l].data, y->data,
                     t->spec->layers[l].act, g->data, t->dW[l].data, t->db[l].data,
-                    dx ? dx->data : NULL);
+                    dx ? dx->data : NULL, !first_of_step);
         if (last_of_step) CAIRN_CHECK(ps_push_layer(t, l));
         g = dx;
     }
@@ -267,15 +269,15 @@ static int run_schedule(struct trainer *t, struct batch *bt)
         if (t->bufs->mb[i].n > 0) ids[n++] = i; /* every stage skips the same empty ones */
     if (t->spec->schedule == SCHEDULE_GPIPE) {
         for (int f = 0; f < n; f++) CAIRN_CHECK(do_forward(t, bt, ids[f]));
-        for (int b = 0; b < n; b++) CAIRN_CHECK(do_backward(t, bt, ids[b], b == n - 1));
+        for (int b = 0; b < n; b++) CAIRN_CHECK(do_backward(t, bt, ids[b], b == 0, b == n - 1));
     } else {
         int warm = S - t->stage - 1 < n ? S - t->stage - 1 : n, f = 0, b = 0;
         for (; f < warm; f++) CAIRN_CHECK(do_forward(t, bt, ids[f]));
         for (; f < n; f++, b++) {
             CAIRN_CHECK(do_forward(t, bt, ids[f]));
-            CAIRN_CHECK(do_backward(t, bt, ids[b], b == n - 1));
+            CAIRN_CHECK(do_backward(t, bt, ids[b], b == 0, b == n - 1));
         }
-        for (; b < n; b++) CAIRN_CHECK(do_backward(t, bt, ids[b], b == n - 1));
+        for (; b < n; b++) CAIRN_CHECK(do_backward(t, bt, ids[b], b == 0, b == n - 1));
     }
 cleanup:
     free(ids);

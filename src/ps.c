@@ -139,8 +139,12 @@ cleanup:
 int ps_push_finish(struct trainer *t)
 {
     int rc = 0;
-    for (int l = t->l0; l < t->l1; l++)
-        if (!t->pushed[l]) CAIRN_CHECK(ps_push_layer(t, l)); /* zero gradients */
+    for (int l = t->l0; l < t->l1; l++) {
+        if (t->pushed[l]) continue;
+        tensor_fill(&t->dW[l], 0); /* no samples here this step: zero gradients */
+        tensor_fill(&t->db[l], 0);
+        CAIRN_CHECK(ps_push_layer(t, l));
+    }
     CAIRN_CHECK(coll_wait(t->n_push, t->push_req));
     t->n_push = 0;
     for (int l = t->l0; l < t->l1; l++) t->pushed[l] = false;

@@ -231,7 +231,8 @@ static int run_epochs(struct runtime *rt, struct ckpt_meta *m)
         stop = by_blob || by_max;
         *m = (struct ckpt_meta){.epoch = e, .step = 0, .done = by_blob};
         CAIRN_CHECK(log_epoch(rt, e, now() - t0));
-        if (stop || e % ckpt_every(rt->ckpt) == 0) CAIRN_CHECK(ckpt_save(rt->ckpt, m));
+        if (ckpt_enabled(rt->ckpt) && (stop || e % ckpt_every(rt->ckpt) == 0))
+            CAIRN_CHECK(ckpt_save(rt->ckpt, m));
     }
 cleanup:
     rt->step = 0;

@@ -339,14 +339,6 @@ cleanup:
 
 /* ---- the ops ------------------------------------------------------------------------ */
 
-static void zero_grads(struct trainer *t)
-{
-    for (int l = t->l0; l < t->l1; l++) {
-        tensor_fill(&t->dW[l], 0);
-        tensor_fill(&t->db[l], 0);
-    }
-}
-
 /* Combine per-replica sums on the last stage, adding them in replica order
  * (so every layout with the same replicas gives the same bits). */
 static int sum_replicas(struct trainer *t, double *v, int n)
@@ -381,7 +373,6 @@ int train_op_step(struct op_call *c)
     /* the data first: reading it overlaps the shards' update of the last step */
     CAIRN_CHECK(step_batch(t, cursor, &b));
     CAIRN_CHECK(read_rows(t, t->spec->data_file, &b));
-    zero_grads(t);
     CAIRN_CHECK(ps_pull(t));
     t->loss_sum = 0;
     CAIRN_CHECK(pipe_step(t, &b)); /* pushes the gradients as they are done */

@@ -23,10 +23,13 @@ void nn_forward(enum dtype dt, int64_t n, int64_t in, int64_t out, const void *x
 
 /* Backward through one layer whose input was x and output y.  dy (the
  * gradient with respect to y) is turned into the gradient with respect to
- * the pre-activation in place; then dW += x^T dy, db += the column sums of
- * dy (rows in order), and, unless dx is NULL, dx = dy W^T. */
+ * the pre-activation in place; then dW += x^T dy and db += the column sums
+ * of dy (rows in order) -- or, unless `accumulate`, dW = and db = (the
+ * first micro-batch of a step: no buffer clearing) -- and, unless dx is
+ * NULL, dx = dy W^T. */
 void nn_backward(enum dtype dt, int64_t n, int64_t in, int64_t out, const void *x, const void *W,
-                 const void *y, enum act a, void *dy, void *dW, void *db, void *dx);
+                 const void *y, enum act a, void *dy, void *dW, void *db, void *dx,
+                 bool accumulate);
 
 /* The loss of outputs z[n, k] against class labels (labels, n entries) or
  * targets (targets, [n, k]); one of the two is NULL.  Softmax cross-entropy

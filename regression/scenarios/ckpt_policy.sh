@@ -44,6 +44,8 @@ if [ "$(id -u)" = 0 ]; then chattr -i u/ckpt; else chmod 755 u/ckpt; fi
 # checkpoint.every = 2: epochs 2 and 4 (the last) and epoch 0 are saved
 mpi every 1 run "$JOBS/counter.cfg" --run-dir ev --set checkpoint.every=2
 expect_eq every/epochs "$("$CAIRN" ckpt ls ev/ckpt | cut -f1 | xargs)" "0 2 4"
-# checkpoint.every = 0: none
+# checkpoint.every = 0: none, and the job runs as usual
 mpi never 1 run "$JOBS/counter.cfg" --run-dir nv --set checkpoint.every=0
+expect_rc never/exit never 0
+expect_eq never/totals "$(metric nv/metrics.jsonl log total)" "103 115 136 145"
 [ ! -e nv/ckpt ] && pass never/none || fail never/none "nv/ckpt exists"

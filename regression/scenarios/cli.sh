@@ -2,7 +2,7 @@
 # print` / `cairn check` on every example job in jobs/.
 . "$(dirname "$0")/../lib.sh"
 enter
-for cmd in "" run print check data ckpt; do
+for cmd in "" run print check data ckpt grads bench; do
     run "help-$cmd" "$CAIRN" $cmd --help
     expect_rc "help/${cmd:-main}" "help-$cmd" 0
     expect_grep "help/${cmd:-main}/usage" "help-$cmd.out" "^usage: cairn"
@@ -68,7 +68,7 @@ for op in $(sed -n 's/^\([a-z_]*\): .*/\1/p' ops.out); do
     grep -Eq "^\.(B|BR) ($op|$op,|.*[ ,]$op[ ,]?)" "$CAIRN_ROOT/doc/cairn-job.5" &&
         pass "man/op-$op" || fail "man/op-$op" "op $op is not documented in cairn-job.5"
 done
-for cmd in run print check "data range" ops "ckpt ls" "ckpt verify" "ckpt extract"; do
+for cmd in run print check "data range" "data synth" ops "ckpt ls" "ckpt verify" "ckpt extract" grads "bench sgemm"; do
     grep -q "^\.B ${cmd}\$\|^\.B cairn ${cmd}" "$CAIRN_ROOT/doc/cairn.1" &&
         pass "man/command-${cmd// /-}" || fail "man/command-${cmd// /-}" "cairn.1 lacks $cmd"
 done

@@ -29,8 +29,8 @@ static double net_loss(struct net *m, double *dW1, double *db1, double *dW2, dou
     }
     double l = nn_loss(DT_F64, m->loss, m->n, m->d2, z, m->labels, targets, m->n, dz, &correct) / (double)m->n;
     if (dW1) {
-        nn_backward(DT_F64, m->n, m->d1, m->d2, h, m->W2, z, ACT_IDENTITY, dz, dW2, db2, dh);
-        nn_backward(DT_F64, m->n, m->d0, m->d1, m->x, m->W1, h, m->a1, dh, dW1, db1, NULL);
+        nn_backward(DT_F64, m->n, m->d1, m->d2, h, m->W2, z, ACT_IDENTITY, dz, dW2, db2, dh, false);
+        nn_backward(DT_F64, m->n, m->d0, m->d1, m->x, m->W1, h, m->a1, dh, dW1, db1, NULL, false);
     }
     free(h);
     free(z);
@@ -93,6 +93,15 @@ static void gradients_match_finite_differences(void **state)
     }
 }
 
+static void relu_keeps_nan(void **state)
+{
+    (void)state;
+    double x[3] = {NAN, -1, 2}, W[1] = {1}, b[1] = {0}, y[3];
+    nn_forward(DT_F64, 3, 1, 1, x, W, b, ACT_RELU, y);
+    assert_true(isnan(y[0])); /* so on_nan = "abort" can see it */
+    assert_true(y[1] == 0 && y[2] == 2);
+}
+
 static void rng_is_a_function_of_its_counters(void **state)
 {
     (void)state;
@@ -120,6 +129,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gradients_match_finite_differences),
+        cmocka_unit_test(relu_keeps_nan),
         cmocka_unit_test(rng_is_a_function_of_its_counters),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
