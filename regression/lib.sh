@@ -30,6 +30,16 @@ h5val() {
     py 'import h5py,sys; print(h5py.File(sys.argv[1], "r")[sys.argv[2]][()])' "$1" "$2"
 }
 
+# same_model NAME A B: model files A and B hold the same parameters, bit for bit
+same_model() {
+    py 'import h5py, numpy as np, sys
+a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+same = sorted(a["layers"]) == sorted(b["layers"]) and all(
+    np.array_equal(a[f"layers/{l}/{w}"][()], b[f"layers/{l}/{w}"][()]) for l in a["layers"] for w in "Wb")
+sys.exit(0 if same else 1)' "$2" "$3" >/dev/null 2>&1 &&
+        pass "$1" || fail "$1" "$3 differs from $2"
+}
+
 # sums of a directory's files, to show nothing in it changed
 dir_sums() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 md5sum); }
 

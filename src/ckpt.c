@@ -12,6 +12,7 @@
 #include "cairn/runtime.h"
 #include "cairn/strbuf.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -261,6 +262,35 @@ static bool load_tried_twice(struct ckpt_mgr *c, const struct candidate *k)
     return false;
 }
 
+/* DIR/restarts counts how often in a row the same checkpoint was resumed;
+ * a commit removes it (progress).  A resume loop that makes no progress
+ * stops after checkpoint.max_resumes. */
+static int count_resume(struct ckpt_mgr *c, const struct candidate *k)
+{
+    char path[4400], *text = NULL, name[256] = "", buf[300];
+    size_t len = 0;
+    int n = 0, rc = fsx_join(path, sizeof path, c->dir, "restarts");
+    if (rc) return rc;
+    if (fsx_read_all(path, &text, &len) == 0) sscanf(text, "%255s %d", name, &n);
+    free(text);
+    n = strcmp(name, k->file) == 0 ? n + 1 : 1;
+    int w = snprintf(buf, sizeof buf, "%s %d\n", k->file, n);
+    fsx_write_atomic(path, buf, (size_t)w); /* best effort: a read-only directory still resumes */
+    if (n > c->spec->max_resumes)
+        return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__,
+                             "%s has been resumed %d times in a row without a newer checkpoint "
+                             "being committed; stopping to break the restart loop "
+                             "(checkpoint.max_resumes = %lld; remove %s to allow more)",
+                             k->file, n, (long long)c->spec->max_resumes, path);
+    return 0;
+}
+
+void ckpt_run_finished(struct ckpt_mgr *c)
+{
+    char path[4400];
+    if (fsx_join(path, sizeof path, c->dir, "restarts") == 0) unlink(path);
+}
+
 static void loading_done(struct ckpt_mgr *c)
 {
     char path[4400];
@@ -325,6 +355,7 @@ int ckpt_resume(struct ckpt_mgr *c, struct ckpt_meta *m, bool *resumed)
         }
         if (lrc == 0) {
             if (is_root(c)) loading_done(c);
+            CAIRN_CHECK(coll_agree(world(c), is_root(c) ? count_resume(c, &k) : 0));
             c->keep_epoch = k.epoch;
             c->keep_step = k.step;
             *resumed = true;
@@ -365,6 +396,22 @@ static void retain(struct ckpt_mgr *c, struct ckpt_index *idx, struct ckpt_index
     }
 }
 
+/* Files of saves that a killed run left unfinished ("ckpt-*.h5.tmp"):
+ * never loadable, possibly large; a commit clears them away. */
+static void remove_unfinished(const struct ckpt_mgr *c)
+{
+    DIR *d = opendir(c->dir);
+    struct dirent *de;
+    char path[4400];
+    while (d && (de = readdir(d))) {
+        size_t n = strlen(de->d_name);
+        if (strncmp(de->d_name, "ckpt-", 5) == 0 && n > 7 && strcmp(de->d_name + n - 7, ".h5.tmp") == 0 &&
+            fsx_join(path, sizeof path, c->dir, de->d_name) == 0)
+            unlink(path);
+    }
+    if (d) closedir(d);
+}
+
 /* Rank 0, after every rank wrote its part: make the checkpoint durable,
  * visible, and listed, in that order. */
 static int commit(struct ckpt_mgr *c, const char *name, const struct ckpt_meta *m)
@@ -388,6 +435,8 @@ static int commit(struct ckpt_mgr *c, const char *name, const struct ckpt_meta *
     fault(c, "index_tmp", m->epoch);
     CAIRN_CHECK(ckpt_index_commit_tmp(c->dir));
     fault(c, "after_index", m->epoch);
+    ckpt_run_finished(c); /* a commit is progress too */
+    remove_unfinished(c);
     for (int i = 0; i < gone.n; i++)
         if (fsx_join(path, sizeof path, c->dir, gone.v[i].file) == 0) unlink(path);
 cleanup:

@@ -14,8 +14,10 @@
 #include "cairn/nn.h"
 #include "cairn/op.h"
 #include "cairn/plan.h"
+#include "cairn/preempt.h"
 #include "cairn/print.h"
 #include "cairn/runner.h"
+#include "cairn/slurm.h"
 #include "cairn/version.h"
 
 #include <getopt.h>
@@ -42,10 +44,12 @@ static const char usage_main[] =
     "  bench sgemm     this core's single-precision GEMM rate (for benchmarks)\n"
     "\n"
     "`cairn COMMAND --help` describes each command; man cairn(1), cairn-job(5).\n"
-    "exit codes: 0 success, 2 bad input, 3 runtime failure\n";
+    "exit codes: 0 success, 2 bad input, 3 runtime failure,\n"
+    "            75 preempted (checkpoint saved; rerun to continue)\n";
 
 static const char usage_run[] =
     "usage: cairn run JOB.cfg [--set KEY=VALUE]... [--run-dir DIR] [--resume=WHEN] [--force]\n"
+    "                 [--no-requeue]\n"
     "\n"
     "Run the job on every rank of the MPI job (mpirun -np N cairn run ...).\n"
     "  --set KEY=VALUE  override a job-file key, e.g. --set stop.max_epochs=3\n"
@@ -56,7 +60,9 @@ static const char usage_run[] =
     "                   latest: the same, but fail if there is none;\n"
     "                   EPOCH: from that epoch's checkpoint;\n"
     "                   none: start fresh (refused if checkpoints exist, unless --force)\n"
-    "  --force          with --resume=none: delete the existing checkpoints\n";
+    "  --force          with --resume=none: delete the existing checkpoints\n"
+    "  --no-requeue     when preempted under Slurm, save and stop (exit 75) but do\n"
+    "                   not ask Slurm to requeue the job\n";
 
 static const char usage_print[] =
     "usage: cairn print JOB.cfg [--ranks N] [--set KEY=VALUE]...\n"
@@ -111,9 +117,10 @@ struct args {
     int ranks;
     bool help;
     struct resume_opts resume;
+    bool no_requeue;
 };
 
-enum { OPT_SET = 1000, OPT_RUN_DIR, OPT_RANKS, OPT_HELP, OPT_RESUME, OPT_FORCE };
+enum { OPT_SET = 1000, OPT_RUN_DIR, OPT_RANKS, OPT_HELP, OPT_RESUME, OPT_FORCE, OPT_NO_REQUEUE };
 
 static int parse_int(const char *s, long lo, long hi, long *out)
 {
@@ -150,6 +157,7 @@ static int parse_job_args(int argc, char **argv, const char *usage, bool with_ra
         {"help", no_argument, NULL, OPT_HELP},
         {"resume", required_argument, NULL, OPT_RESUME},
         {"force", no_argument, NULL, OPT_FORCE},
+        {"no-requeue", no_argument, NULL, OPT_NO_REQUEUE},
         {NULL, 0, NULL, 0},
     };
     a->sets = calloc((size_t)argc + 1, sizeof *a->sets);
@@ -173,9 +181,12 @@ static int parse_job_args(int argc, char **argv, const char *usage, bool with_ra
             break;
         case OPT_RESUME:
         case OPT_FORCE:
+        case OPT_NO_REQUEUE:
             if (!with_run_dir) return usage_error(usage, "unknown option '%s'", argv[optind - 1]);
             if (c == OPT_FORCE)
                 a->resume.force = true;
+            else if (c == OPT_NO_REQUEUE)
+                a->no_requeue = true;
             else if (parse_resume(optarg, &a->resume))
                 return usage_error(usage, "--resume takes auto, latest, none or an epoch, not '%s'",
                                    optarg);
@@ -335,6 +346,11 @@ static int cmd_run(int argc, char **argv)
         return code;
     }
     int threads = 0, me = 0, rc;
+    if (slurm_launch_check()) {
+        free(a.sets);
+        return CAIRN_EXIT_INPUT;
+    }
+    preempt_install(preempt_default_signals, PREEMPT_N_DEFAULT);
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &threads);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     struct job *job = NULL;
@@ -348,7 +364,7 @@ static int cmd_run(int argc, char **argv)
             snprintf(run_dir, sizeof run_dir, "%s", a.run_dir);
         else
             snprintf(run_dir, sizeof run_dir, "runs/%s", job->name);
-        struct run_opts o = {.run_dir = run_dir, .resume = a.resume};
+        struct run_opts o = {.run_dir = run_dir, .resume = a.resume, .no_requeue = a.no_requeue};
         rc = runner_run(MPI_COMM_WORLD, plan, &o, &epochs);
     }
     if (rc && me == 0) {
@@ -473,6 +489,7 @@ static int data_synth(int argc, char **argv)
     if (!out || n < 1 || d < 1 || k < 2)
         return usage_error(usage_data, "%s", "synth needs --out, --samples, --features and --classes (>= 2)");
     int me = 0;
+    if (slurm_launch_check()) return CAIRN_EXIT_INPUT;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     int rc = datagen_synth(MPI_COMM_WORLD, out, n, d, k, h, seed);

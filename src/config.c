@@ -9,6 +9,7 @@
 #include "cairn/diag.h"
 #include "cairn/error.h"
 #include "cairn/job.h"
+#include "cairn/preempt.h"
 #include "config_priv.h"
 
 #include <ctype.h>
@@ -603,10 +604,13 @@ static void parse_checkpoint(struct cfg *c, const config_setting_t *root)
 {
     struct ckpt_spec *k = &c->job->ckpt;
     k->every = 1;
+    k->max_resumes = 3;
     const config_setting_t *s = cfg_section(c, root, "checkpoint", "{ dir = ...; every = N; }");
     if (!s) return;
-    static const char *const keys[] = {"dir", "every", "keep", "on_failure", "upload", NULL};
+    static const char *const keys[] = {"dir",    "every",       "keep", "on_failure",
+                                       "upload", "max_resumes", NULL};
     cfg_keys(c, s, "checkpoint", keys);
+    k->max_resumes = cfg_int(c, s, "max_resumes", false, 3, 1, 1000000);
     k->dir = cfg_str(c, s, "dir", false, NULL);
     k->every = cfg_int(c, s, "every", false, 1, 0, INT64_MAX);
     k->keep = cfg_int(c, s, "keep", false, 0, 0, INT64_MAX);
@@ -623,12 +627,67 @@ static void parse_checkpoint(struct cfg *c, const config_setting_t *root)
     }
 }
 
+double cfg_num(struct cfg *c, const config_setting_t *g, const char *key, double dflt,
+               double lo, double hi, bool *present)
+{
+    const config_setting_t *s = config_setting_get_member(g, key);
+    if (present) *present = s != NULL;
+    if (!s) return dflt;
+    double v;
+    if (config_setting_type(s) == CONFIG_TYPE_FLOAT)
+        v = config_setting_get_float(s);
+    else if (cfg_is_int(s))
+        v = (double)config_setting_get_int64(s);
+    else {
+        cfg_err(c, s, "'%s' must be a number, not %s", key, cfg_type_name(s));
+        return dflt;
+    }
+    if (!(v >= lo && v <= hi)) {
+        cfg_err(c, s, "'%s' must be in [%g, %g], got %g", key, lo, hi, v);
+        return dflt;
+    }
+    return v;
+}
+
+bool cfg_bool(struct cfg *c, const config_setting_t *g, const char *key, bool dflt)
+{
+    const config_setting_t *s = config_setting_get_member(g, key);
+    if (!s) return dflt;
+    if (config_setting_type(s) == CONFIG_TYPE_BOOL) return config_setting_get_bool(s);
+    cfg_err(c, s, "'%s' must be true or false, not %s", key, cfg_type_name(s));
+    return dflt;
+}
+
+static void parse_slurm(struct cfg *c, const config_setting_t *root)
+{
+    struct slurm_spec *sl = &c->job->slurm;
+    sl->signals = (const char **)preempt_default_signals;
+    sl->n_signals = PREEMPT_N_DEFAULT;
+    sl->requeue = true;
+    const config_setting_t *s = cfg_section(c, root, "slurm", "{ signals = [\"USR1\"]; requeue = true; }");
+    if (!s) return;
+    static const char *const keys[] = {"signals", "requeue", "time_margin", NULL};
+    cfg_keys(c, s, "slurm", keys);
+    const config_setting_t *sig = config_setting_get_member(s, "signals");
+    if (sig) {
+        int n = 0;
+        sl->signals = get_names(c, sig, &n, "signal");
+        sl->n_signals = n;
+        for (int i = 0; i < n; i++)
+            if (sl->signals[i] && !preempt_signal_number(sl->signals[i]))
+                cfg_err(c, sig, "'%s' is not a signal cairn can catch (USR1, USR2, TERM, INT, HUP, XCPU)",
+                        sl->signals[i]);
+    }
+    sl->requeue = cfg_bool(c, s, "requeue", true);
+    sl->time_margin = cfg_num(c, s, "time_margin", 0, 0, 1e9, NULL);
+}
+
 static void parse_root(struct cfg *c, const config_setting_t *root)
 {
     static const char *const keys[] = {"name", "seed", "groups", "init", "epoch", "epoch_end",
                                        "steps_per_epoch", "download", "exit", "stop",
                                        "checkpoint", "model", "data", "pipeline", "replicas",
-                                       "ps", "on_nan", "debug", NULL};
+                                       "ps", "on_nan", "debug", "slurm", NULL};
     struct job *j = c->job;
     cfg_keys(c, root, "the job", keys);
     j->name = cfg_name(c, root, "name", true, "job name");
@@ -638,6 +697,7 @@ static void parse_root(struct cfg *c, const config_setting_t *root)
     for (int p = 0; p < N_PHASES; p++) parse_phase(c, root, (enum phase_id)p);
     parse_stop(c, root);
     parse_checkpoint(c, root);
+    parse_slurm(c, root);
     cfg_train(c, root);
     if (!j->train && j->steps_per_epoch == 0) j->steps_per_epoch = 1;
     bool stops = j->stop.n_blobs || j->stop.max_epochs ||

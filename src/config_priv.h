@@ -37,6 +37,11 @@ int64_t cfg_int(struct cfg *c, const config_setting_t *g, const char *key, bool 
                 int64_t dflt, int64_t lo, int64_t hi);
 const char *cfg_str(struct cfg *c, const config_setting_t *g, const char *key, bool required,
                     const char *dflt);
+/* A number in [lo, hi] (an integer is fine); absent -> dflt. */
+double cfg_num(struct cfg *c, const config_setting_t *g, const char *key, double dflt,
+               double lo, double hi, bool *present);
+/* true or false; absent -> dflt. */
+bool cfg_bool(struct cfg *c, const config_setting_t *g, const char *key, bool dflt);
 const char *cfg_name(struct cfg *c, const config_setting_t *g, const char *key, bool required,
                      const char *what);
 /* A group-valued key, or NULL (absent, or reported as not a group). */

@@ -9,29 +9,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* A number in [lo, hi] (an integer is fine); absent -> dflt. */
-static double cfg_num(struct cfg *c, const config_setting_t *g, const char *key, double dflt,
-                      double lo, double hi, bool *present)
-{
-    const config_setting_t *s = config_setting_get_member(g, key);
-    if (present) *present = s != NULL;
-    if (!s) return dflt;
-    double v;
-    if (config_setting_type(s) == CONFIG_TYPE_FLOAT)
-        v = config_setting_get_float(s);
-    else if (cfg_is_int(s))
-        v = (double)config_setting_get_int64(s);
-    else {
-        cfg_err(c, s, "'%s' must be a number, not %s", key, cfg_type_name(s));
-        return dflt;
-    }
-    if (!(v >= lo && v <= hi)) {
-        cfg_err(c, s, "'%s' must be in [%g, %g], got %g", key, lo, hi, v);
-        return dflt;
-    }
-    return v;
-}
-
 /* One of a fixed set of words; returns its index. */
 static int cfg_choice(struct cfg *c, const config_setting_t *g, const char *key,
                       const char *const *words, int dflt, const char *what)
@@ -117,12 +94,7 @@ static void parse_data(struct cfg *c, const config_setting_t *root, struct train
                 "give 'holdout' (a fraction of the rows) or 'holdout_file', not both");
     t->batch = cfg_int(c, d, "batch", false, 64, 1, 1 << 24);
     t->eval_batch = cfg_int(c, d, "eval_batch", false, t->batch, 1, 1 << 24);
-    const config_setting_t *sh = config_setting_get_member(d, "shuffle");
-    t->shuffle = true;
-    if (sh && config_setting_type(sh) != CONFIG_TYPE_BOOL)
-        cfg_err(c, sh, "'shuffle' must be true or false, not %s", cfg_type_name(sh));
-    else if (sh)
-        t->shuffle = config_setting_get_bool(sh);
+    t->shuffle = cfg_bool(c, d, "shuffle", true);
 }
 
 /* Layers per stage: given, or as even as possible (earlier stages one more). */
@@ -270,11 +242,7 @@ void cfg_train(struct cfg *c, const config_setting_t *root)
         static const char *const keys[] = {"grads", "compare_gatherv", NULL};
         cfg_keys(c, dbg, "debug", keys);
         t->debug_grads = cfg_str(c, dbg, "grads", false, NULL);
-        const config_setting_t *g = config_setting_get_member(dbg, "compare_gatherv");
-        if (g && config_setting_type(g) != CONFIG_TYPE_BOOL)
-            cfg_err(c, g, "'compare_gatherv' must be true or false, not %s", cfg_type_name(g));
-        else if (g)
-            t->debug_gatherv = config_setting_get_bool(g);
+        t->debug_gatherv = cfg_bool(c, dbg, "compare_gatherv", false);
     }
     parse_stop_metrics(c, root, t);
 }

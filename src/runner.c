@@ -8,9 +8,11 @@
 #include "cairn/fsx.h"
 #include "cairn/layout.h"
 #include "cairn/plan.h"
+#include "cairn/preempt.h"
 #include "cairn/reader.h"
 #include "cairn/runlog.h"
 #include "cairn/runtime.h"
+#include "cairn/slurm.h"
 #include "cairn/strbuf.h"
 #include "cairn/train.h"
 #include "cairn/version.h"
@@ -62,6 +64,20 @@ static void log_start(struct runtime *rt)
                              "until the end",
                     p->nranks, p->used_ranks, p->used_ranks, p->nranks - 1);
     strbuf_free(&b);
+}
+
+static void log_slurm(struct runtime *rt)
+{
+    const struct slurm_job *s = &rt->slurm;
+    char end[64] = "no end time";
+    if (rt->end_time > 0) {
+        time_t t = (time_t)rt->end_time;
+        struct tm tm;
+        localtime_r(&t, &tm);
+        strftime(end, sizeof end, "ends %Y-%m-%dT%H:%M:%S", &tm);
+    }
+    runlog_line(rt->log, "slurm: job %s, restart %d, nodes %s, launched by %s, %s", s->id,
+                s->restarts, *s->nodes ? s->nodes : "?", s->launcher, end);
 }
 
 /* Check every op's outside resources before anything runs, so a missing
@@ -176,19 +192,6 @@ cleanup:
     return rc;
 }
 
-static int run_epoch(struct runtime *rt, int64_t e)
-{
-    rt->epoch = e;
-    double t0 = now();
-    for (int64_t s = 1; s <= rt->steps_per_epoch; s++) {
-        rt->step = s;
-        run_tasks(rt, PHASE_EPOCH);
-    }
-    rt->train_seconds = now() - t0;
-    run_tasks(rt, PHASE_EPOCH_END);
-    return 0;
-}
-
 /* Rank 0 logs the epoch; model jobs add their throughput. */
 static int log_epoch(struct runtime *rt, int64_t e, double dt)
 {
@@ -212,27 +215,165 @@ cleanup:
     return rc;
 }
 
-/* Epochs from the one after m->epoch until a stop condition holds,
- * checkpointing every checkpoint.every epochs and after the last.  A
- * checkpoint records whether a stop blob held (m->done); max_epochs is
- * looked at afresh, so a resume with a larger max_epochs trains on. */
-static int run_epochs(struct runtime *rt, struct ckpt_meta *m)
+/* ---- preemption ------------------------------------------------------------- */
+
+/* Stop this far before the job's end: the longest checkpoint and step so
+ * far, with room to spare, unless slurm.time_margin says otherwise. */
+static double time_margin(const struct runtime *rt)
+{
+    double m = rt->plan->job->slurm.time_margin;
+    if (m > 0) return m;
+    return 1.25 * (ckpt_longest_save(rt->ckpt) + rt->longest_step) + 5;
+}
+
+/* Rank 0: the Slurm job's end time, asked again at most once a minute
+ * (someone may change the time limit; slurmctld should not hear from
+ * every epoch of every job). */
+static void refresh_end_time(struct runtime *rt)
+{
+    if (!rt->slurm.present || (rt->end_asked > 0 && now() - rt->end_asked < 60)) return;
+    rt->end_time = slurm_end_time(&rt->slurm);
+    rt->end_asked = now();
+}
+
+/* At a step boundary: has any rank received a preemption signal, or is the
+ * job's end near?  One small collective; every rank gets the same answer
+ * in *why (0: carry on; a signal number; -1: the time limit). */
+static int must_stop(struct runtime *rt, int *why)
+{
+    int rc = 0, v[2] = {preempt_signal(), 0};
+    *why = 0;
+    if (!ckpt_enabled(rt->ckpt)) return 0; /* nothing to save; see setup() */
+    if (rt->end_time > 0 && rt->end_time - (double)time(NULL) < time_margin(rt)) v[1] = 1;
+    CAIRN_CHECK(coll_allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MAX, rt->layout->world));
+    *why = v[0] ? v[0] : v[1] ? -1 : 0;
+cleanup:
+    return rc;
+}
+
+/* Rank 0, after the checkpoint committed: ask Slurm to run the job again,
+ * unless told not to or Slurm is already ending or requeueing it. */
+static void requeue(struct runtime *rt, const struct run_opts *o)
+{
+    const struct slurm_job *s = &rt->slurm;
+    char state[32];
+    bool requeueable;
+    if (!s->present) return;
+    if (o->no_requeue || !rt->plan->job->slurm.requeue) {
+        runlog_line(rt->log, "not requeueing slurm job %s (%s)", s->id,
+                    o->no_requeue ? "--no-requeue" : "slurm.requeue = false");
+        return;
+    }
+    slurm_job_state(s, state, sizeof state, &requeueable);
+    if (strcmp(state, "RUNNING") != 0)
+        runlog_line(rt->log, "not requeueing slurm job %s: it is %s already", s->id,
+                    *state ? state : "unknown to Slurm");
+    else if (!requeueable)
+        runlog_line(rt->log, "slurm job %s is not requeueable (submit it with --requeue); rerun "
+                             "it to continue", s->id);
+    else if (slurm_requeue(s))
+        runlog_line(rt->log, "warning: %s", cairn_errmsg());
+    else
+        runlog_line(rt->log, "requeued slurm job %s: it resumes from this checkpoint", s->id);
+}
+
+/* Where a checkpoint stands, in words: "after epoch 3", or "in epoch 4
+ * after step 17" for a mid-epoch one (whose meta says 3 epochs and 17
+ * steps are done). */
+static const char *position(const struct ckpt_meta *m, char *buf, size_t size)
+{
+    if (m->step)
+        snprintf(buf, size, "in epoch %lld after step %lld", (long long)m->epoch + 1, (long long)m->step);
+    else
+        snprintf(buf, size, "after epoch %lld", (long long)m->epoch);
+    return buf;
+}
+
+/* Save where the job is (unless just saved), settle the parameter
+ * traffic, requeue, and stop with CAIRN_EPREEMPTED. */
+static int preempted(struct runtime *rt, const struct run_opts *o, const struct ckpt_meta *m,
+                     int why, bool saved)
 {
     int rc = 0;
+    char what[64], at[64];
+    if (why > 0)
+        snprintf(what, sizeof what, "signal %s", preempt_signal_name(why));
+    else
+        snprintf(what, sizeof what, "the time limit (margin %.0f s)", time_margin(rt));
+    position(m, at, sizeof at);
+    if (is_root(rt)) runlog_line(rt->log, "preempted by %s %s: saving and stopping", what, at);
+    if (!saved) CAIRN_CHECK(ckpt_save(rt->ckpt, m));
+    if (rt->train) CAIRN_CHECK(trainer_quiesce(rt->train));
+    if (is_root(rt)) requeue(rt, o);
+    rc = cairn_err_set(CAIRN_EPREEMPTED, __FILE__, __LINE__,
+                       "preempted by %s %s: checkpoint saved in %s; exit %d: rerun to continue", what,
+                       at, ckpt_dir(rt->ckpt), CAIRN_EXIT_PREEMPTED);
+cleanup:
+    return rc;
+}
+
+/* ---- epochs ------------------------------------------------------------------ */
+
+/* Steps first .. steps_per_epoch of epoch e; a preemption between steps
+ * checkpoints the position in the epoch (e - 1 epochs and s steps done). */
+static int run_steps(struct runtime *rt, const struct run_opts *o, int64_t e, int64_t first,
+                     struct ckpt_meta *m)
+{
+    int rc = 0, why = 0;
+    double t0 = now();
+    rt->epoch = e;
+    for (int64_t s = first; s <= rt->steps_per_epoch; s++) {
+        double ts = now();
+        rt->step = s;
+        run_tasks(rt, PHASE_EPOCH);
+        if (now() - ts > rt->longest_step) rt->longest_step = now() - ts;
+        fault_signal(&rt->fault, rt->layout->rank, e, s);
+        if (s == rt->steps_per_epoch) break; /* the epoch's end is its own boundary */
+        CAIRN_CHECK(must_stop(rt, &why));
+        if (why) {
+            *m = (struct ckpt_meta){.epoch = e - 1, .step = s};
+            return preempted(rt, o, m, why, false);
+        }
+    }
+    rt->train_seconds = now() - t0;
+cleanup:
+    return rc;
+}
+
+/* Epochs from the one after m->epoch (from step m->step + 1 of it) until a
+ * stop condition holds, checkpointing every checkpoint.every epochs and
+ * after the last.  A checkpoint records whether a stop blob held
+ * (m->done); max_epochs is looked at afresh, so a resume with a larger
+ * max_epochs trains on. */
+static int run_epochs(struct runtime *rt, const struct run_opts *o, struct ckpt_meta *m)
+{
+    int rc = 0, why = 0;
     const struct job *j = rt->plan->job;
     bool none = rt->plan->phases[PHASE_EPOCH].n == 0 && rt->plan->phases[PHASE_EPOCH_END].n == 0;
     if (none || m->done || (j->stop.max_epochs && m->epoch >= j->stop.max_epochs)) return 0;
-    for (bool stop = false; !stop;) {
+    if (m->step >= rt->steps_per_epoch)
+        CAIRN_FAIL(CAIRN_EINPUT, "the checkpoint was taken after step %lld of epoch %lld, but "
+                                 "epochs now have %lld step%s",
+                   (long long)m->step, (long long)m->epoch + 1, (long long)rt->steps_per_epoch,
+                   rt->steps_per_epoch == 1 ? "" : "s");
+    for (int64_t first = m->step + 1;; first = 1) {
         int64_t e = m->epoch + 1;
         double t0 = now();
-        CAIRN_CHECK(run_epoch(rt, e));
+        CAIRN_CHECK(run_steps(rt, o, e, first, m));
+        run_tasks(rt, PHASE_EPOCH_END);
         bool by_blob = false, by_max = false;
         CAIRN_CHECK(should_stop(rt, e, &by_blob, &by_max));
-        stop = by_blob || by_max;
         *m = (struct ckpt_meta){.epoch = e, .step = 0, .done = by_blob};
         CAIRN_CHECK(log_epoch(rt, e, now() - t0));
-        if (ckpt_enabled(rt->ckpt) && (stop || e % ckpt_every(rt->ckpt) == 0))
+        bool stop = by_blob || by_max, saved = false;
+        if (ckpt_enabled(rt->ckpt) && (stop || e % ckpt_every(rt->ckpt) == 0)) {
             CAIRN_CHECK(ckpt_save(rt->ckpt, m));
+            saved = true;
+        }
+        if (stop) break; /* the epochs are over: finish rather than stop */
+        if (is_root(rt)) refresh_end_time(rt);
+        CAIRN_CHECK(must_stop(rt, &why));
+        if (why) return preempted(rt, o, m, why, saved);
     }
 cleanup:
     rt->step = 0;
@@ -248,8 +389,9 @@ static int start(struct runtime *rt, struct ckpt_meta *m)
     CAIRN_CHECK(ckpt_resume(rt->ckpt, m, &resumed));
     if (resumed) {
         rt->epoch = m->epoch;
+        char at[64];
         if (is_root(rt))
-            runlog_line(rt->log, "resuming after epoch %lld%s (init skipped)", (long long)m->epoch,
+            runlog_line(rt->log, "resuming %s%s (init skipped)", position(m, at, sizeof at),
                         m->done ? ", after which a stop blob held" : "");
         return 0;
     }
@@ -277,6 +419,10 @@ static int setup(MPI_Comm world, const struct plan *p, const struct run_opts *o,
     if (rc == 0) rc = reader_cache_create(&rt->readers);
     CAIRN_CHECK(coll_agree(world, rc));
     CAIRN_CHECK(ckpt_open(rt, &p->job->ckpt, &o->resume, &rt->ckpt));
+    slurm_job_read(&rt->slurm);
+    bool saves = ckpt_enabled(rt->ckpt); /* without checkpoints, signals keep their usual effect */
+    CAIRN_CHECK(coll_agree(world, preempt_install(p->job->slurm.signals, saves ? p->job->slurm.n_signals : 0)));
+    if (rt->layout->rank == 0) refresh_end_time(rt);
     rt->steps_per_epoch = p->steps_per_epoch;
     if (p->train) {
         CAIRN_CHECK(trainer_create(rt, &rt->train));
@@ -305,16 +451,21 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
     *epochs = 0;
     CAIRN_CHECK(setup(world, p, o, &rt));
     if (is_root(&rt)) log_start(&rt);
+    if (is_root(&rt) && rt.slurm.present) log_slurm(&rt);
     CAIRN_CHECK(prepare_ops(&rt));
     CAIRN_CHECK(start(&rt, &m));
     int64_t first = m.epoch;
-    CAIRN_CHECK(run_epochs(&rt, &m));
+    int why = 0;
+    CAIRN_CHECK(must_stop(&rt, &why));
+    if (why) CAIRN_CHECK(preempted(&rt, o, &m, why, true)); /* during start-up: its checkpoint is current */
+    CAIRN_CHECK(run_epochs(&rt, o, &m));
     if (rt.train) CAIRN_CHECK(trainer_quiesce(rt.train));
     CAIRN_CHECK(ckpt_upload(rt.ckpt));
     CAIRN_CHECK(run_phase(&rt, PHASE_DOWNLOAD));
     CAIRN_CHECK(run_phase(&rt, PHASE_EXIT));
     *epochs = m.epoch;
     if (is_root(&rt)) {
+        ckpt_run_finished(rt.ckpt);
         char fields[128];
         runlog_line(rt.log, "job %s finished: %lld epoch%s run (%lld in this run) in %.3f s",
                     p->job->name, (long long)m.epoch, m.epoch == 1 ? "" : "s",

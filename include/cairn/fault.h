@@ -3,16 +3,21 @@
  *   KIND:WHAT:RANK[:EPOCH]
  * op:NAME:R[:E]    op NAME fails on world rank R (in epoch E)
  * kill:POINT:R[:E] world rank R kills itself with SIGKILL at POINT
- *                  (checkpoint commit points, see ckpt.c) */
+ *                  (checkpoint commit points, see ckpt.c)
+ * signal:SIG:R[:E] world rank R sends itself SIG (USR1, TERM, ...) after
+ *                  the first step of an epoch (epoch E), as a
+ *                  preemption would */
 #ifndef CAIRN_FAULT_H
 #define CAIRN_FAULT_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+enum fault_kind { FAULT_OP, FAULT_KILL, FAULT_SIGNAL };
+
 struct fault {
     bool set;
-    bool kill; /* kill: vs op: */
+    enum fault_kind kind;
     char what[64];
     int rank;
     int64_t epoch; /* -1: any */
@@ -25,5 +30,8 @@ int fault_parse(const char *spec, struct fault *f);
 bool fault_op(const struct fault *f, int rank, const char *name, int64_t epoch);
 /* SIGKILL this process if the fault names this point, rank and epoch. */
 void fault_point(const struct fault *f, int rank, const char *point, int64_t epoch);
+/* After step `step` of epoch `epoch`: raise the fault's signal if it names
+ * this rank and epoch and this is the epoch's first step. */
+void fault_signal(const struct fault *f, int rank, int64_t epoch, int64_t step);
 
 #endif

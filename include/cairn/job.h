@@ -94,6 +94,14 @@ struct ckpt_spec {
     int64_t keep;          /* newest committed checkpoints kept; 0: all */
     bool abort_on_failure; /* on_failure = "abort" */
     const char *upload_to; /* NULL: no upload */
+    int64_t max_resumes;   /* the same checkpoint resumed more often in a row stops the job */
+};
+
+struct slurm_spec {
+    const char **signals; /* the signals that mean "save and stop" */
+    int n_signals;
+    bool requeue;         /* ask Slurm to requeue the job after a preemption checkpoint */
+    double time_margin;   /* stop this long before the job's end time; 0: automatic */
 };
 
 /* ---- distributed training (the model, data, pipeline, replicas and ps
@@ -152,6 +160,7 @@ struct job {
     int64_t steps_per_epoch; /* 0: one pass over the training data (model jobs) */
     struct stop_spec stop;
     struct ckpt_spec ckpt;
+    struct slurm_spec slurm;
     struct train_spec *train; /* NULL without a model section */
 };
 

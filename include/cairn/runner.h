@@ -13,6 +13,7 @@ struct plan;
 struct run_opts {
     const char *run_dir; /* created if missing; holds the log, metrics and checkpoints */
     struct resume_opts resume;
+    bool no_requeue; /* never ask Slurm to requeue after a preemption */
 };
 
 /* Run the analyzed plan: resume from a checkpoint or run init, then the
@@ -20,8 +21,10 @@ struct run_opts {
  * Collective on world, whose size must be the plan's nranks.  Returns 0
  * with *epochs = the number of epochs the job has run in all, or an
  * error every rank agrees on (its message is the current error message;
- * the caller's rank 0 reports it).  Failures of single ops abort the job
- * (see exec.h). */
+ * the caller's rank 0 reports it).  CAIRN_EPREEMPTED: a preemption signal
+ * or the time limit stopped the job at a step boundary after a committed
+ * checkpoint (and, under Slurm, a requeue request); rerunning continues.
+ * Failures of single ops abort the job (see exec.h). */
 int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, int64_t *epochs);
 
 #endif

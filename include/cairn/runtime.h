@@ -5,6 +5,7 @@
 
 #include "cairn/fault.h"
 #include "cairn/job.h"
+#include "cairn/slurm.h"
 
 #include <stdint.h>
 
@@ -27,6 +28,10 @@ struct runtime {
     const char *run_dir;
     int64_t steps_per_epoch;
     double train_seconds; /* the last epoch's steps, without epoch_end */
+    struct slurm_job slurm;
+    double end_time;      /* the Slurm job's end (Unix seconds; rank 0), 0: none */
+    double end_asked;     /* when rank 0 last asked Slurm for it (monotonic s), 0: never */
+    double longest_step;  /* seconds, for the time-limit margin */
     enum phase_id phase;
     int64_t epoch; /* the epoch running (1-based), or the last one run */
     int64_t step;  /* the step running in it (1-based), 0 outside epochs */

@@ -1,7 +1,8 @@
 # A rank killed (SIGKILL) at each point of epoch 2's checkpoint write and
 # commit.  The previous committed checkpoint stays the newest loadable one
 # (epoch 2's own once its index entry is durable), nothing half-written is
-# ever listed, and the next run ends exactly like an uninterrupted one.
+# ever listed, the next commit removes the unfinished file, and the next
+# run ends exactly like an uninterrupted one.
 . "$(dirname "$0")/../lib.sh"
 enter
 "$CAIRN" data range --out counter.h5 --count 10
@@ -20,6 +21,9 @@ for spec in "write 1 1" "write 0 1" "before_rename 0 1" "after_rename 0 1" "inde
     expect_eq "$name/newest-committed" "$(tail -n 1 "$name-ls.out" | cut -f1,5)" "$from	ok"
     listed=$(cut -f3 "$name-ls.out" | grep -c tmp)
     expect_eq "$name/no-tmp-listed" "$listed" 0
+    case $point in write | before_rename) # the killed save left its file behind
+        expect_eq "$name/unfinished-left" "$(ls "$name/ckpt" | grep -c '\.h5\.tmp$')" 1 ;;
+    esac
     for f in $(cut -f3 "$name-ls.out"); do
         "$CAIRN" ckpt verify "$name/ckpt/$f" >/dev/null || fail "$name/listed-verify" "$f does not verify"
     done
@@ -27,6 +31,7 @@ for spec in "write 1 1" "write 0 1" "before_rename 0 1" "after_rename 0 1" "inde
     expect_rc "$name/resume-exit" "$name-resume" 0
     expect_grep "$name/resumed-from" "$name-resume.out" "resuming after epoch $from "
     expect_eq "$name/result" "$(metric "$name/metrics.jsonl" log result)" 145
+    expect_eq "$name/unfinished-removed" "$(ls "$name/ckpt" | grep -c '\.tmp$')" 0
     # the epochs after the resume point add up as in the uninterrupted run
     expect_eq "$name/totals" "$(grep -o 'main/total = [0-9]*' "$name-resume.out" | awk '{print $3}' | xargs)" \
         "$( [ "$from" = 1 ] && echo 115 136 145 || echo 136 145)"

@@ -1,4 +1,5 @@
-# Retention (keep), upload, and loading blobs of a checkpoint into a job.
+# Retention (keep), upload, loading blobs of a checkpoint into a job, and
+# the restart cap.
 . "$(dirname "$0")/../lib.sh"
 enter
 "$CAIRN" data range --out counter.h5 --count 10
@@ -49,3 +50,24 @@ sed -i 's/epoch = 1;/epoch = 5;/' load.cfg
 mpi load5 2 run load.cfg --run-dir load5
 expect_rc ckpt_load/no-such-epoch load5 2
 expect_grep ckpt_load/no-such-message load5.err "no such checkpoint: epoch 5 in src/ckpt \(committed: 0 1 2\)"
+
+# restart cap: runs that die before committing anything new resume the same
+# checkpoint again and again; after checkpoint.max_resumes such resumes the
+# next run stops with a clear message instead (exit 3), and once the
+# counter file is removed the job continues
+cap=(--set checkpoint.max_resumes=2)
+for i in 1 2 3; do
+    CAIRN_FAULT=kill:write:0:2 mpi "cap$i" 1 run "$JOBS/counter.cfg" --run-dir cap "${cap[@]}"
+done
+expect_grep restart-cap/resumed-again cap3.out "resuming after epoch 1 "
+mpi cap4 1 run "$JOBS/counter.cfg" --run-dir cap "${cap[@]}"
+expect_rc restart-cap/stopped cap4 3
+expect_grep restart-cap/message cap4.err "^cairn: ckpt-e000001.h5 has been resumed 3 times in a row without a newer checkpoint being committed; stopping to break the restart loop \(checkpoint.max_resumes = 2; remove cap/ckpt/restarts to allow more\)$"
+rm cap/ckpt/restarts
+mpi cap5 1 run "$JOBS/counter.cfg" --run-dir cap "${cap[@]}"
+expect_rc restart-cap/continues cap5 0
+expect_eq restart-cap/result "$(metric cap/metrics.jsonl log result)" 145
+[ ! -e cap/ckpt/restarts ] && pass restart-cap/progress-resets || fail restart-cap/progress-resets "cap/ckpt/restarts is still there"
+# a finished run is progress: rerunning a finished job is no restart loop
+for i in 6 7 8; do mpi "cap$i" 1 run "$JOBS/counter.cfg" --run-dir cap "${cap[@]}"; done
+expect_eq restart-cap/finished-reruns "$(cat cap6.rc cap7.rc cap8.rc | xargs)" "0 0 0"

@@ -72,3 +72,8 @@ for cmd in run print check "data range" "data synth" ops "ckpt ls" "ckpt verify"
     grep -q "^\.B ${cmd}\$\|^\.B cairn ${cmd}" "$CAIRN_ROOT/doc/cairn.1" &&
         pass "man/command-${cmd// /-}" || fail "man/command-${cmd// /-}" "cairn.1 lacks $cmd"
 done
+# ... and every option of cairn run
+for opt in $(grep -o -- '--[a-z][a-z-]*' help-run.out | sort -u); do
+    grep -q -- "${opt//-/\\\\-}" "$CAIRN_ROOT/doc/cairn.1" &&
+        pass "man/run-option$opt" || fail "man/run-option$opt" "cairn.1 lacks $opt"
+done

@@ -1,0 +1,75 @@
+# Preemption without Slurm: CAIRN_FAULT=signal:SIG:RANK:EPOCH makes one
+# rank send itself a signal after the first step of an epoch, as Slurm
+# would.  All ranks stop at that step boundary, commit a mid-epoch
+# checkpoint and exit 75; rerunning the command (even with another number
+# of PS shards) ends exactly like an uninterrupted run.  The slurm
+# scenario does the same through a real Slurm cluster.
+. "$(dirname "$0")/../lib.sh"
+enter
+T_TIMEOUT=90
+mpirun -np 2 "$CAIRN" data synth --out d.h5 --samples 3000 --features 16 --classes 5 --hidden 4 --seed 4 >/dev/null
+cat >p.cfg <<'CFG'
+name = "p";
+seed = 8;
+model = { inputs = 16;
+  layers = ( { units = 40; activation = "relu"; }, { units = 24; activation = "tanh"; },
+             { units = 5; activation = "identity"; } ); };
+data = { file = "d.h5"; batch = 64; holdout = 0.1; };
+pipeline = { stages = 2; chunks = 2; schedule = "1f1b"; };
+ps = { shards = 2; optimizer = "adam"; lr = 0.002; };
+stop = { max_epochs = 3; };
+CFG
+# 2700 training rows: 43 steps of 64 (the last one short) per epoch
+
+mpi base 4 run p.cfg --run-dir base
+expect_rc base/exit base 0
+
+# USR1 on a PS shard (rank 3) in epoch 2; resumed with 3 shards
+CAIRN_FAULT=signal:USR1:3:2 mpi usr1 4 run p.cfg --run-dir u
+expect_rc usr1/exit-75 usr1 75
+expect_grep usr1/message usr1.err "^cairn: preempted by signal USR1 in epoch 2 after step 1: checkpoint saved in u/ckpt; exit 75: rerun to continue$"
+expect_count usr1/message-once usr1.err "^cairn: preempted" 1
+expect_eq usr1/mid-epoch-checkpoint "$("$CAIRN" ckpt ls u/ckpt | tail -n 1 | cut -f1-3,5)" "1	1	ckpt-e000001-s000001.h5	ok"
+"$CAIRN" ckpt verify u/ckpt/ckpt-e000001-s000001.h5 >/dev/null && pass usr1/verifies || fail usr1/verifies "checksums"
+mpi usr1-rest 5 run p.cfg --run-dir u --set ps.shards=3
+expect_rc usr1/resumed-exit usr1-rest 0
+expect_grep usr1/resumed-at-step usr1-rest.out "resuming in epoch 2 after step 1 \(init skipped\)"
+expect_grep usr1/rest-of-epoch usr1-rest.out "epoch 2 done in [0-9.]+ s \($((2700 - 64)) samples"
+same_model usr1/same-model-bitwise base/model.h5 u/model.h5
+
+# the job file's own signal list: USR2 only, on a trainer rank in epoch 3
+CAIRN_FAULT=signal:USR2:0:3 mpi usr2 4 run p.cfg --run-dir u2 --set 'slurm.signals=["USR2"]'
+expect_rc usr2/exit-75 usr2 75
+expect_grep usr2/message usr2.err "^cairn: preempted by signal USR2 in epoch 3 after step 1: "
+mpi usr2-rest 4 run p.cfg --run-dir u2 --set 'slurm.signals=["USR2"]'
+expect_rc usr2/resumed-exit usr2-rest 0
+same_model usr2/same-model-bitwise base/model.h5 u2/model.h5
+
+# a mid-epoch checkpoint cannot continue with fewer steps per epoch
+CAIRN_FAULT=signal:TERM:1:2 mpi term 4 run p.cfg --run-dir t
+expect_rc term/exit-75 term 75
+mpi fewer 4 run p.cfg --run-dir t --set steps_per_epoch=1
+expect_rc fewer-steps/exit fewer 2
+expect_grep fewer-steps/message fewer.err "^cairn: the checkpoint was taken after step 1 of epoch 2, but epochs now have 1 step$"
+
+# without checkpoints a signal keeps its usual effect: the rank dies
+CAIRN_FAULT=signal:USR1:0:2 mpi nockpt 4 run p.cfg --run-dir n --set checkpoint.every=0
+rc=$(cat nockpt.rc)
+[ "$rc" != 0 ] && [ "$rc" != 75 ] && [ "$rc" != 124 ] && pass no-checkpoints/killed ||
+    fail no-checkpoints/killed "exit $rc" nockpt.err
+expect_count no-checkpoints/not-preempted nockpt.err "preempted" 0
+
+# the generic reader's position is part of a mid-epoch checkpoint too
+"$CAIRN" data range --out counter.h5 --count 10
+mpi cbase 1 run "$JOBS/counter.cfg" --run-dir cb --set steps_per_epoch=3
+CAIRN_FAULT=signal:USR1:0:2 mpi c1 1 run "$JOBS/counter.cfg" --run-dir c --set steps_per_epoch=3
+expect_rc counter/exit-75 c1 75
+mpi c2 1 run "$JOBS/counter.cfg" --run-dir c --set steps_per_epoch=3
+expect_eq counter/totals "$(grep -o 'main/total = [0-9]*' c1.out c2.out | awk '{print $3}' | xargs)" \
+    "$(grep -o 'main/total = [0-9]*' cbase.out | awk '{print $3}' | xargs)"
+expect_eq counter/result "$(metric c/metrics.jsonl log result)" 145
+
+# a bad CAIRN_FAULT signal is an input error
+CAIRN_FAULT=signal:KILL:0 mpi badsig 1 run "$JOBS/counter.cfg" --run-dir bs
+expect_rc bad-fault/exit badsig 2
+expect_grep bad-fault/message badsig.err "CAIRN_FAULT='signal:KILL:0' is not"
