@@ -27,6 +27,8 @@ struct ckpt_mgr {
     struct resume_opts ro;
     char dir[4096];
     int64_t keep_epoch, keep_step; /* the checkpoint resumed from: never deleted */
+    struct ckpt_meta last;         /* the position this run last committed or resumed ... */
+    bool committed;                /* ... if there is one */
     double longest;
 };
 
@@ -43,6 +45,10 @@ static MPI_Comm world(const struct ckpt_mgr *c) { return c->rt->layout->world; }
 bool ckpt_enabled(const struct ckpt_mgr *c) { return c && c->spec->every > 0; }
 int64_t ckpt_every(const struct ckpt_mgr *c) { return c->spec->every; }
 double ckpt_longest_save(const struct ckpt_mgr *c) { return c->longest; }
+bool ckpt_committed_at(const struct ckpt_mgr *c, const struct ckpt_meta *m)
+{
+    return c->committed && c->last.epoch == m->epoch && c->last.step == m->step;
+}
 const char *ckpt_dir(const struct ckpt_mgr *c) { return c->dir; }
 
 static void fault(const struct ckpt_mgr *c, const char *point, int64_t epoch)
@@ -358,6 +364,8 @@ int ckpt_resume(struct ckpt_mgr *c, struct ckpt_meta *m, bool *resumed)
             CAIRN_CHECK(coll_agree(world(c), is_root(c) ? count_resume(c, &k) : 0));
             c->keep_epoch = k.epoch;
             c->keep_step = k.step;
+            c->last = *m;
+            c->committed = true;
             *resumed = true;
             return report_io(c, "loaded", k.file, m, &io, now() - t0);
         }
@@ -449,13 +457,14 @@ cleanup:
  * checkpoints are untouched either way. */
 static int failed(struct ckpt_mgr *c, const char *what, const struct ckpt_meta *m, int rc)
 {
+    char at[96];
+    ckpt_position(m->epoch, m->step, at, sizeof at);
     if (c->spec->abort_on_failure)
-        return cairn_err_wrap(rc, "%s of epoch %lld failed (checkpoint.on_failure = \"abort\"): ",
-                              what, (long long)m->epoch);
+        return cairn_err_wrap(rc, "%s %s failed (checkpoint.on_failure = \"abort\"): ", what, at);
     if (is_root(c)) {
-        runlog_line(c->rt->log, "warning: %s of epoch %lld failed: %s; the last committed "
-                                "checkpoint stays the newest; continuing",
-                    what, (long long)m->epoch, cairn_errmsg());
+        runlog_line(c->rt->log, "warning: %s %s failed: %s; the last committed checkpoint stays "
+                                "the newest",
+                    what, at, cairn_errmsg());
         runlog_metric(c->rt->log, "ckpt_failed", m->epoch, m->step, "");
     }
     return 0;
@@ -492,6 +501,8 @@ int ckpt_save(struct ckpt_mgr *c, const struct ckpt_meta *m)
     }
     double dt = now() - t0;
     if (dt > c->longest) c->longest = dt;
+    c->last = *m;
+    c->committed = true;
     return report_io(c, "saved", name, m, &io, dt);
 }
 

@@ -22,6 +22,15 @@ void ckpt_file_name(int64_t epoch, int64_t step, char *out, size_t size)
         snprintf(out, size, "ckpt-e%06" PRId64 ".h5", epoch);
 }
 
+const char *ckpt_position(int64_t epoch, int64_t step, char *out, size_t size)
+{
+    if (step > 0)
+        snprintf(out, size, "in epoch %" PRId64 " after step %" PRId64, epoch + 1, step);
+    else
+        snprintf(out, size, "after epoch %" PRId64, epoch);
+    return out;
+}
+
 static int parse_line(char *line, struct ckpt_entry *e)
 {
     char status[16] = "";

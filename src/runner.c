@@ -2,6 +2,7 @@
 #include "cairn/runner.h"
 
 #include "cairn/ckpt.h"
+#include "cairn/ckpt_index.h"
 #include "cairn/coll.h"
 #include "cairn/error.h"
 #include "cairn/exec.h"
@@ -251,9 +252,9 @@ cleanup:
     return rc;
 }
 
-/* Rank 0, after the checkpoint committed: ask Slurm to run the job again,
- * unless told not to or Slurm is already ending or requeueing it. */
-static void requeue(struct runtime *rt, const struct run_opts *o)
+/* Rank 0, after the checkpoint (saved or not): ask Slurm to run the job
+ * again, unless told not to or Slurm is already ending or requeueing it. */
+static void requeue(struct runtime *rt, const struct run_opts *o, bool saved)
 {
     const struct slurm_job *s = &rt->slurm;
     char state[32];
@@ -274,40 +275,38 @@ static void requeue(struct runtime *rt, const struct run_opts *o)
     else if (slurm_requeue(s))
         runlog_line(rt->log, "warning: %s", cairn_errmsg());
     else
-        runlog_line(rt->log, "requeued slurm job %s: it resumes from this checkpoint", s->id);
+        runlog_line(rt->log, "requeued slurm job %s: it resumes from %s checkpoint", s->id,
+                    saved ? "this" : "the newest committed");
 }
 
-/* Where a checkpoint stands, in words: "after epoch 3", or "in epoch 4
- * after step 17" for a mid-epoch one (whose meta says 3 epochs and 17
- * steps are done). */
-static const char *position(const struct ckpt_meta *m, char *buf, size_t size)
-{
-    if (m->step)
-        snprintf(buf, size, "in epoch %lld after step %lld", (long long)m->epoch + 1, (long long)m->step);
-    else
-        snprintf(buf, size, "after epoch %lld", (long long)m->epoch);
-    return buf;
-}
-
-/* Save where the job is (unless just saved), settle the parameter
- * traffic, requeue, and stop with CAIRN_EPREEMPTED. */
+/* Save where the job is (unless that was just tried), settle the
+ * parameter traffic, requeue, and stop with CAIRN_EPREEMPTED.  A save that
+ * failed with on_failure = "warn" is said so: the rerun then continues
+ * from the newest committed checkpoint, older than this position. */
 static int preempted(struct runtime *rt, const struct run_opts *o, const struct ckpt_meta *m,
-                     int why, bool saved)
+                     int why, bool tried)
 {
     int rc = 0;
-    char what[64], at[64];
+    char what[64], at[64], outcome[4200];
     if (why > 0)
         snprintf(what, sizeof what, "signal %s", preempt_signal_name(why));
     else
         snprintf(what, sizeof what, "the time limit (margin %.0f s)", time_margin(rt));
-    position(m, at, sizeof at);
+    ckpt_position(m->epoch, m->step, at, sizeof at);
     if (is_root(rt)) runlog_line(rt->log, "preempted by %s %s: saving and stopping", what, at);
-    if (!saved) CAIRN_CHECK(ckpt_save(rt->ckpt, m));
+    if (!tried) CAIRN_CHECK(ckpt_save(rt->ckpt, m));
+    bool saved = ckpt_committed_at(rt->ckpt, m);
+    if (saved)
+        snprintf(outcome, sizeof outcome, "checkpoint saved in %s", ckpt_dir(rt->ckpt));
+    else
+        snprintf(outcome, sizeof outcome, "its checkpoint could not be written (see the log), so "
+                 "a rerun repeats the work since the newest committed checkpoint in %s",
+                 ckpt_dir(rt->ckpt));
     if (rt->train) CAIRN_CHECK(trainer_quiesce(rt->train));
-    if (is_root(rt)) requeue(rt, o);
+    if (is_root(rt)) requeue(rt, o, saved);
     rc = cairn_err_set(CAIRN_EPREEMPTED, __FILE__, __LINE__,
-                       "preempted by %s %s: checkpoint saved in %s; exit %d: rerun to continue", what,
-                       at, ckpt_dir(rt->ckpt), CAIRN_EXIT_PREEMPTED);
+                       "preempted by %s %s: %s; exit %d: rerun to continue", what, at, outcome,
+                       CAIRN_EXIT_PREEMPTED);
 cleanup:
     return rc;
 }
@@ -365,15 +364,15 @@ static int run_epochs(struct runtime *rt, const struct run_opts *o, struct ckpt_
         CAIRN_CHECK(should_stop(rt, e, &by_blob, &by_max));
         *m = (struct ckpt_meta){.epoch = e, .step = 0, .done = by_blob};
         CAIRN_CHECK(log_epoch(rt, e, now() - t0));
-        bool stop = by_blob || by_max, saved = false;
+        bool stop = by_blob || by_max, tried = false;
         if (ckpt_enabled(rt->ckpt) && (stop || e % ckpt_every(rt->ckpt) == 0)) {
             CAIRN_CHECK(ckpt_save(rt->ckpt, m));
-            saved = true;
+            tried = true;
         }
         if (stop) break; /* the epochs are over: finish rather than stop */
         if (is_root(rt)) refresh_end_time(rt);
         CAIRN_CHECK(must_stop(rt, &why));
-        if (why) return preempted(rt, o, m, why, saved);
+        if (why) return preempted(rt, o, m, why, tried);
     }
 cleanup:
     rt->step = 0;
@@ -391,7 +390,7 @@ static int start(struct runtime *rt, struct ckpt_meta *m)
         rt->epoch = m->epoch;
         char at[64];
         if (is_root(rt))
-            runlog_line(rt->log, "resuming %s%s (init skipped)", position(m, at, sizeof at),
+            runlog_line(rt->log, "resuming %s%s (init skipped)", ckpt_position(m->epoch, m->step, at, sizeof at),
                         m->done ? ", after which a stop blob held" : "");
         return 0;
     }
@@ -457,7 +456,7 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
     int64_t first = m.epoch;
     int why = 0;
     CAIRN_CHECK(must_stop(&rt, &why));
-    if (why) CAIRN_CHECK(preempted(&rt, o, &m, why, true)); /* during start-up: its checkpoint is current */
+    if (why) CAIRN_CHECK(preempted(&rt, o, &m, why, true)); /* during start-up: its save was just tried */
     CAIRN_CHECK(run_epochs(&rt, o, &m));
     if (rt.train) CAIRN_CHECK(trainer_quiesce(rt.train));
     CAIRN_CHECK(ckpt_upload(rt.ckpt));

@@ -64,6 +64,9 @@ void ckpt_run_finished(struct ckpt_mgr *c);
 bool ckpt_enabled(const struct ckpt_mgr *c);
 int64_t ckpt_every(const struct ckpt_mgr *c);
 double ckpt_longest_save(const struct ckpt_mgr *c); /* seconds, 0 before the first */
+/* Whether m's position is the one this run last committed or resumed
+ * from (false after a save of it failed with on_failure = "warn"). */
+bool ckpt_committed_at(const struct ckpt_mgr *c, const struct ckpt_meta *m);
 const char *ckpt_dir(const struct ckpt_mgr *c);
 
 #endif

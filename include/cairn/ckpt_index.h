@@ -49,5 +49,8 @@ int ckpt_index_locate(const char *dir, int64_t epoch, struct ckpt_entry *e, char
                       size_t size);
 /* "ckpt-e000003.h5", or "ckpt-e000003-s000012.h5" for a mid-epoch one. */
 void ckpt_file_name(int64_t epoch, int64_t step, char *out, size_t size);
+/* The same position in words: "after epoch 3", or "in epoch 4 after step
+ * 17" for a mid-epoch one (3 epochs and 17 steps done).  Returns out. */
+const char *ckpt_position(int64_t epoch, int64_t step, char *out, size_t size);
 
 #endif

@@ -12,12 +12,12 @@ trap 'chattr -R -i "$T_WORK/$T_NAME" 2>/dev/null' EXIT
 touch notadir
 mpi miss-warn 2 run "$JOBS/counter.cfg" --run-dir mw "${set_2[@]}" --set checkpoint.dir=notadir/ckpt
 expect_rc missing/warn-exit miss-warn 0
-expect_count missing/warn-each miss-warn.out "warning: checkpoint of epoch [0-4] failed: cannot create directory notadir" 5
+expect_count missing/warn-each miss-warn.out "warning: checkpoint after epoch [0-4] failed: cannot create directory notadir" 5
 expect_eq missing/warn-all-epochs "$(metric mw/metrics.jsonl log total)" "103 115 136 145"
 mpi miss-abort 2 run "$JOBS/counter.cfg" --run-dir ma "${set_2[@]}" --set checkpoint.dir=notadir/ckpt \
     --set checkpoint.on_failure=abort
 expect_rc missing/abort-exit miss-abort 3
-expect_grep missing/abort-message miss-abort.err 'checkpoint of epoch 0 failed \(checkpoint.on_failure = "abort"\): cannot create directory'
+expect_grep missing/abort-message miss-abort.err 'checkpoint after epoch 0 failed \(checkpoint.on_failure = "abort"\): cannot create directory'
 expect_eq missing/abort-stops "$(metric ma/metrics.jsonl log total)" ""
 
 # unwritable: committed checkpoints of epochs 0-2 exist, then the directory
@@ -29,11 +29,11 @@ before=$(dir_sums u/ckpt)
 mpi unw-warn 2 run "$JOBS/counter.cfg" --run-dir u "${set_2[@]}"
 expect_rc unwritable/warn-exit unw-warn 0
 expect_grep unwritable/warn-resumed unw-warn.out "resuming after epoch 2 "
-expect_count unwritable/warn-each unw-warn.out "warning: checkpoint of epoch [34] failed: cannot create u/ckpt/ckpt-e00000[34].h5.tmp: (Operation not permitted|Permission denied)" 2
+expect_count unwritable/warn-each unw-warn.out "warning: checkpoint after epoch [34] failed: cannot create u/ckpt/ckpt-e00000[34].h5.tmp: (Operation not permitted|Permission denied)" 2
 expect_eq unwritable/warn-epochs "$(grep -o 'main/total = [0-9]*' unw-warn.out | awk '{print $3}' | xargs)" "136 145"
 mpi unw-abort 2 run "$JOBS/counter.cfg" --run-dir u "${set_2[@]}" --set checkpoint.on_failure=abort
 expect_rc unwritable/abort-exit unw-abort 3
-expect_grep unwritable/abort-message unw-abort.err "checkpoint of epoch 3 failed"
+expect_grep unwritable/abort-message unw-abort.err "checkpoint after epoch 3 failed"
 expect_eq unwritable/committed-untouched "$(dir_sums u/ckpt)" "$before"
 for f in u/ckpt/ckpt-*.h5; do
     "$CAIRN" ckpt verify "$f" >/dev/null && pass "unwritable/verifies-$(basename "$f")" ||

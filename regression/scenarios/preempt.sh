@@ -6,6 +6,7 @@
 # scenario does the same through a real Slurm cluster.
 . "$(dirname "$0")/../lib.sh"
 enter
+trap 'chattr -R -i "$T_WORK/$T_NAME" 2>/dev/null' EXIT
 T_TIMEOUT=90
 mpirun -np 2 "$CAIRN" data synth --out d.h5 --samples 3000 --features 16 --classes 5 --hidden 4 --seed 4 >/dev/null
 cat >p.cfg <<'CFG'
@@ -36,6 +37,22 @@ expect_rc usr1/resumed-exit usr1-rest 0
 expect_grep usr1/resumed-at-step usr1-rest.out "resuming in epoch 2 after step 1 \(init skipped\)"
 expect_grep usr1/rest-of-epoch usr1-rest.out "epoch 2 done in [0-9.]+ s \($((2700 - 64)) samples"
 same_model usr1/same-model-bitwise base/model.h5 u/model.h5
+
+# a preemption whose checkpoint cannot be written (on_failure = "warn") says
+# so, and the rerun repeats the work since the newest committed checkpoint
+CAIRN_FAULT=signal:USR1:3:2 mpi ro1 4 run p.cfg --run-dir w
+expect_rc unwritable/first-exit-75 ro1 75
+if [ "$(id -u)" = 0 ]; then chattr +i w/ckpt; else chmod 555 w/ckpt; fi
+CAIRN_FAULT=signal:USR1:0:3 mpi ro2 4 run p.cfg --run-dir w
+if [ "$(id -u)" = 0 ]; then chattr -i w/ckpt; else chmod 755 w/ckpt; fi
+expect_rc unwritable/exit-75 ro2 75
+expect_grep unwritable/message ro2.err "^cairn: preempted by signal USR1 in epoch 3 after step 1: its checkpoint could not be written \(see the log\), so a rerun repeats the work since the newest committed checkpoint in w/ckpt; exit 75: rerun to continue$"
+expect_grep unwritable/warned ro2.out "warning: checkpoint in epoch 3 after step 1 failed: "
+expect_count unwritable/not-claimed-saved ro2.err "checkpoint saved" 0
+mpi ro3 4 run p.cfg --run-dir w
+expect_rc unwritable/resumed-exit ro3 0
+expect_grep unwritable/resumed-from-committed ro3.out "resuming in epoch 2 after step 1 \(init skipped\)"
+same_model unwritable/same-model-bitwise base/model.h5 w/model.h5
 
 # the job file's own signal list: USR2 only, on a trainer rank in epoch 3
 CAIRN_FAULT=signal:USR2:0:3 mpi usr2 4 run p.cfg --run-dir u2 --set 'slurm.signals=["USR2"]'
