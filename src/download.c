@@ -43,7 +43,7 @@ static int redistribute(struct trainer *t, int k, const void *src, void *dst);
  * logged at start-up. */
 static int warm_up(struct trainer *t, double *seconds)
 {
-    int rc = 0, big = 0, P = t->tp->shards;
+    int rc = 0, big = 0;
     for (int k = 0; k < 2 * t->tp->n_layers; k++)
         if (param_rows(t, k) * param_cols(t, k) > param_rows(t, big) * param_cols(t, big)) big = k;
     int64_t lo, hi, rows = param_rows(t, big), cols = param_cols(t, big);
@@ -56,7 +56,6 @@ static int warm_up(struct trainer *t, double *seconds)
     rc = redistribute(t, big, ps ? buf : NULL, root ? buf : NULL);
     *seconds = MPI_Wtime() - t0;
     free(buf);
-    (void)P;
     return rc;
 }
 
@@ -219,8 +218,8 @@ int train_op_download(struct op_call *c)
     if (t->spec->debug_gatherv) CAIRN_CHECK(gatherv_same_bytes(t, c, &gatherv));
     if (root) {
         char fields[160];
-        runlog_line(c->ctx->rt->log, "download: %.2f MB of parameters onto trainer 0 in %.4f s%s",
-                    bytes / 1e6, dt, t->spec->debug_gatherv ? "" : "");
+        runlog_line(c->ctx->rt->log, "download: %.2f MB of parameters onto trainer 0 in %.4f s",
+                    bytes / 1e6, dt);
         if (t->spec->debug_gatherv)
             runlog_line(c->ctx->rt->log, "download: MPI_Gatherv of the same bytes: %.4f s "
                                          "(download / gatherv = %.2f)",

@@ -66,14 +66,30 @@ void nn_forward(enum dtype dt, int64_t n, int64_t in, int64_t out, const void *x
         forward_f32(n, in, out, x, W, b, a, y);
 }
 
+void nn_backward_params(enum dtype dt, int64_t n, int64_t in, int64_t out, const void *x,
+                        const void *y, enum act a, void *dy, void *dW, void *db, bool accumulate)
+{
+    if (dt == DT_F64)
+        backward_params_f64(n, in, out, x, y, a, dy, dW, db, accumulate);
+    else
+        backward_params_f32(n, in, out, x, y, a, dy, dW, db, accumulate);
+}
+
+void nn_backward_input(enum dtype dt, int64_t n, int64_t in, int64_t out, const void *W,
+                       const void *dy, void *dx)
+{
+    if (dt == DT_F64)
+        backward_input_f64(n, in, out, W, dy, dx);
+    else
+        backward_input_f32(n, in, out, W, dy, dx);
+}
+
 void nn_backward(enum dtype dt, int64_t n, int64_t in, int64_t out, const void *x, const void *W,
                  const void *y, enum act a, void *dy, void *dW, void *db, void *dx,
                  bool accumulate)
 {
-    if (dt == DT_F64)
-        backward_f64(n, in, out, x, W, y, a, dy, dW, db, dx, accumulate);
-    else
-        backward_f32(n, in, out, x, W, y, a, dy, dW, db, dx, accumulate);
+    nn_backward_params(dt, n, in, out, x, y, a, dy, dW, db, accumulate);
+    if (dx) nn_backward_input(dt, n, in, out, W, dy, dx);
 }
 
 double nn_loss(enum dtype dt, enum loss l, int64_t n, int64_t k, const void *z,

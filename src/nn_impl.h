@@ -53,9 +53,8 @@ static void F(dact)(enum act a, const REAL *y, REAL *dy, int64_t n)
     }
 }
 
-static void F(backward)(int64_t n, int64_t in, int64_t out, const REAL *x, const REAL *W,
-                        const REAL *y, enum act a, REAL *dy, REAL *dW, REAL *db, REAL *dx,
-                        bool accumulate)
+static void F(backward_params)(int64_t n, int64_t in, int64_t out, const REAL *x, const REAL *y,
+                               enum act a, REAL *dy, REAL *dW, REAL *db, bool accumulate)
 {
     F(dact)(a, y, dy, n * out);
     if (!accumulate) {
@@ -65,12 +64,15 @@ static void F(backward)(int64_t n, int64_t in, int64_t out, const REAL *x, const
     if (n > 0) F(gemm)(true, false, in, out, n, 1, x, in, dy, out, accumulate ? 1 : 0, dW, out);
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < out; j++) db[j] += dy[i * out + j];
-    if (dx) {
-        if (out > 0)
-            F(gemm)(false, true, n, in, out, 1, dy, out, W, out, 0, dx, in);
-        else
-            memset(dx, 0, (size_t)(n * in) * sizeof(REAL));
-    }
+}
+
+static void F(backward_input)(int64_t n, int64_t in, int64_t out, const REAL *W, const REAL *dy,
+                              REAL *dx)
+{
+    if (out > 0)
+        F(gemm)(false, true, n, in, out, 1, dy, out, W, out, 0, dx, in);
+    else
+        memset(dx, 0, (size_t)(n * in) * sizeof(REAL));
 }
 
 static int64_t F(argmax)(const REAL *v, int64_t k)

@@ -220,8 +220,8 @@ cleanup:
 }
 
 /* Backward of micro-batch i.  The step's first overwrites the gradient
- * buffers; after its last, each layer's gradient is final once done, and
- * goes to the shards at once. */
+ * buffers; after its last, each layer's parameter gradients are final as
+ * soon as they are computed, and go to the shards at once. */
 static int do_backward(struct trainer *t, struct batch *bt, int i, bool first_of_step,
                        bool last_of_step)
 {
@@ -244,10 +244,14 @@ static int do_backward(struct trainer *t, struct batch *bt, int i, bool first_of
         if (j > 0) dx = &p->g[j % 2];
         else if (!t->first) dx = &b->gout;
         if (dx) CAIRN_CHECK(shape2(dx, t->dt, b->n, dim(t, j)));
-        nn_backward(t->dt, b->n, dim(t, j), dim(t, j + 1), x->data, t->W[l].data, y->data,
-                    t->spec->layers[l].act, g->data, t->dW[l].data, t->db[l].data,
-                    dx ? dx->data : NULL, !first_of_step);
+        nn_backward_params(t->dt, b->n, dim(t, j), dim(t, j + 1), x->data, y->data,
+                           t->spec->layers[l].act, g->data, t->dW[l].data, t->db[l].data,
+                           !first_of_step);
+        /* the shards update this layer while the input gradient is computed */
         if (last_of_step) CAIRN_CHECK(ps_push_layer(t, l));
+        if (dx)
+            nn_backward_input(t->dt, b->n, dim(t, j), dim(t, j + 1), t->W[l].data, g->data,
+                              dx->data);
         g = dx;
     }
     if (!t->first)

@@ -6,14 +6,14 @@
  *
  * A step, streamed so that the shards' work overlaps the stages':
  *  - each stage sends a layer's gradient blocks to the shards as soon as
- *    the step's last micro-batch is through that layer's backward (the
- *    last layers first, while the first are still computing);
+ *    the step's last micro-batch has them, before that layer's input
+ *    gradient and the layers below are computed (the last layers first);
  *  - each shard, as soon as every replica's blocks of a parameter are in,
  *    sums them in replica order (so runs are deterministic), applies the
  *    optimizer element by element (so the result does not depend on P),
  *    and publishes the new rows to the stages that hold the layer;
  *  - a stage receives that publication when it next needs parameters (its
- *    next step, or an evaluation).
+ *    next step, or an evaluation), after reading the next step's rows.
  * The first step of a run (or a quiesce with no step) publishes the
  * parameters as they are.  trainer_quiesce completes the last publication
  * so nothing is in flight when the epochs end. */
@@ -97,6 +97,8 @@ void ps_destroy(struct trainer *t)
 int ps_pull(struct trainer *t)
 {
     int rc = 0, n = 0, P = t->tp->shards;
+    CAIRN_CHECK(coll_wait(t->n_push, t->push_req)); /* the last step's gradients, sent by now */
+    t->n_push = 0;
     if (!t->pending) return 0;
     for (int k = 2 * t->l0; k < 2 * t->l1; k++) {
         struct tensor *v = k % 2 ? &t->b[k / 2] : &t->W[k / 2];
@@ -145,8 +147,6 @@ int ps_push_finish(struct trainer *t)
         tensor_fill(&t->db[l], 0);
         CAIRN_CHECK(ps_push_layer(t, l));
     }
-    CAIRN_CHECK(coll_wait(t->n_push, t->push_req));
-    t->n_push = 0;
     for (int l = t->l0; l < t->l1; l++) t->pushed[l] = false;
     t->pending = true;
 cleanup:

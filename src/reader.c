@@ -107,7 +107,51 @@ int reader_shape(struct reader_cache *c, const char *file, const char *dataset,
     return rc;
 }
 
-/* Select rows [start, start+count) of e, or the listed rows, in the file. */
+/* Rows at most this many elements long are selected element by element:
+ * building a union of one-row hyperslabs costs HDF5 1.10 a few µs per
+ * row, a point selection some 30 ns per element (measured here with 32
+ * floats a row: 0.5 ms against 1.9 ms for 512 rows). */
+enum { POINT_ROW_MAX = 64 };
+
+/* Select the listed rows (ascending) of fspace, whose shape is s's but
+ * for its row count. */
+static int select_rows(hid_t fspace, const struct shape *s, const int64_t *idx, int64_t count)
+{
+    int rc = 0;
+    int64_t row = 1;
+    for (int i = 1; i < s->ndim; i++) row *= s->d[i];
+    if (row <= POINT_ROW_MAX) {
+        hsize_t *c = malloc((size_t)(count * row * s->ndim + 1) * sizeof *c);
+        CAIRN_CHECK_ALLOC(c);
+        for (int64_t r = 0; r < count; r++)
+            for (int64_t j = 0; j < row; j++) { /* element j of row idx[r], row-major */
+                hsize_t *pt = c + (size_t)((r * row + j) * s->ndim);
+                int64_t rest = j;
+                pt[0] = (hsize_t)idx[r];
+                for (int i = s->ndim - 1; i >= 1; i--) {
+                    pt[i] = (hsize_t)(rest % s->d[i]);
+                    rest /= s->d[i];
+                }
+            }
+        if (H5Sselect_elements(fspace, H5S_SELECT_SET, (size_t)(count * row), c) < 0)
+            rc = cairn_err_h5(__FILE__, __LINE__, "H5Sselect_elements");
+        free(c);
+        return rc;
+    }
+    hsize_t off[CAIRN_MAX_DIMS] = {0}, cnt[CAIRN_MAX_DIMS];
+    for (int i = 0; i < s->ndim; i++) cnt[i] = (hsize_t)s->d[i];
+    cnt[0] = 1;
+    CAIRN_CHECK_H5(H5Sselect_none(fspace));
+    for (int64_t r = 0; r < count; r++) {
+        off[0] = (hsize_t)idx[r];
+        CAIRN_CHECK_H5(H5Sselect_hyperslab(fspace, H5S_SELECT_OR, off, NULL, cnt, NULL));
+    }
+cleanup:
+    return rc;
+}
+
+/* Select rows [start, start+count) of e, or the listed rows (ascending),
+ * in the file. */
 static int read_sel(struct entry *e, const int64_t *idx, int64_t start, int64_t count,
                     enum dtype dtype, struct tensor *out)
 {
@@ -122,12 +166,7 @@ static int read_sel(struct entry *e, const int64_t *idx, int64_t start, int64_t 
     fspace = H5Dget_space(e->d);
     CAIRN_CHECK_H5(fspace);
     if (idx) {
-        cnt[0] = 1;
-        CAIRN_CHECK_H5(H5Sselect_none(fspace));
-        for (int64_t r = 0; r < count; r++) {
-            off[0] = (hsize_t)idx[r];
-            CAIRN_CHECK_H5(H5Sselect_hyperslab(fspace, H5S_SELECT_OR, off, NULL, cnt, NULL));
-        }
+        CAIRN_CHECK(select_rows(fspace, &s, idx, count));
     } else {
         off[0] = (hsize_t)start;
         CAIRN_CHECK_H5(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, off, NULL, cnt, NULL));
@@ -157,41 +196,41 @@ int reader_rows(struct reader_cache *c, const char *file, const char *dataset, i
     return rc;
 }
 
-/* A hyperslab union selects rows in file order; read sorted, then permute. */
+struct wanted {
+    int64_t row, at; /* file row, and where in the batch it goes */
+};
+
+static int by_row(const void *a, const void *b)
+{
+    int64_t x = ((const struct wanted *)a)->row, y = ((const struct wanted *)b)->row;
+    return (x > y) - (x < y);
+}
+
+/* HDF5 selections come back in file order: read the distinct rows sorted,
+ * then put each where the batch wants it. */
 static int gather_sorted(struct entry *e, const int64_t *idx, int64_t count, enum dtype dtype,
                          struct tensor *out)
 {
     int rc = 0;
-    int64_t *order = malloc((size_t)(count ? count : 1) * sizeof *order);
-    int64_t *sorted = malloc((size_t)(count ? count : 1) * sizeof *sorted);
+    struct wanted *w = malloc((size_t)(count ? count : 1) * sizeof *w);
+    int64_t *sorted = malloc((size_t)(count ? count : 1) * sizeof *sorted), uniq = 0;
     struct tensor tmp = {0};
-    CAIRN_CHECK_ALLOC(order);
-    CAIRN_CHECK_ALLOC(sorted);
-    for (int64_t i = 0; i < count; i++) order[i] = i;
-    /* insertion sort by row: batches are small and nearly random */
-    for (int64_t i = 1; i < count; i++) {
-        int64_t x = order[i], j = i - 1;
-        while (j >= 0 && idx[order[j]] > idx[x]) {
-            order[j + 1] = order[j];
-            j--;
-        }
-        order[j + 1] = x;
-    }
-    int64_t uniq = 0;
+    CAIRN_CHECK_ALLOC(w && sorted ? w : NULL);
+    for (int64_t i = 0; i < count; i++) w[i] = (struct wanted){idx[i], i};
+    qsort(w, (size_t)count, sizeof *w, by_row);
     for (int64_t i = 0; i < count; i++)
-        if (uniq == 0 || sorted[uniq - 1] != idx[order[i]]) sorted[uniq++] = idx[order[i]];
+        if (uniq == 0 || sorted[uniq - 1] != w[i].row) sorted[uniq++] = w[i].row;
     CAIRN_CHECK(read_sel(e, sorted, 0, uniq, dtype, &tmp));
     struct shape s = e->shape;
     s.d[0] = count;
     CAIRN_CHECK(tensor_resize(out, dtype, &s));
     size_t row = count ? tensor_bytes(out) / (size_t)count : 0;
     for (int64_t i = 0, u = 0; i < count; i++) {
-        while (sorted[u] != idx[order[i]]) u++;
-        memcpy((char *)out->data + (size_t)order[i] * row, (char *)tmp.data + (size_t)u * row,
-               row);
+        while (sorted[u] != w[i].row) u++;
+        memcpy((char *)out->data + (size_t)w[i].at * row, (char *)tmp.data + (size_t)u * row, row);
     }
 cleanup:
-    free(order);
+    free(w);
     free(sorted);
     tensor_free(&tmp);
     return rc;

@@ -77,12 +77,15 @@ int stage_rank(const struct trainer *t, int replica, int stage); /* in the train
 /* ---- the PS protocol (ps.c) ---- */
 int ps_create(struct trainer *t);
 void ps_destroy(struct trainer *t);
-/* Stage: receive the parameters' latest publication, if one is pending. */
+/* Stage: complete the last step's gradient sends, then receive the
+ * parameters' latest publication, if one is pending. */
 int ps_pull(struct trainer *t);
 /* Stage: send layer l's gradients (final for this step) to every shard. */
 int ps_push_layer(struct trainer *t, int l);
-/* Stage: push what the schedule did not (a step with no samples here),
- * then wait for this step's sends; a new publication is now pending. */
+/* Stage: push what the schedule did not (a step with no samples here);
+ * a new publication is now pending.  The sends complete in the next
+ * ps_pull, so the next step's reading overlaps the shards' update; dW and
+ * db stay untouched until then. */
 int ps_push_finish(struct trainer *t);
 
 /* ---- the pipeline (pipeline.c) ---- */

@@ -30,6 +30,14 @@ void nn_forward(enum dtype dt, int64_t n, int64_t in, int64_t out, const void *x
 void nn_backward(enum dtype dt, int64_t n, int64_t in, int64_t out, const void *x, const void *W,
                  const void *y, enum act a, void *dy, void *dW, void *db, void *dx,
                  bool accumulate);
+/* nn_backward in two halves, so a layer's parameter gradients can leave
+ * while its input gradient is computed: the first half turns dy into the
+ * pre-activation gradient and sets (or adds to) dW and db; the second
+ * computes dx = dy W^T from that dy. */
+void nn_backward_params(enum dtype dt, int64_t n, int64_t in, int64_t out, const void *x,
+                        const void *y, enum act a, void *dy, void *dW, void *db, bool accumulate);
+void nn_backward_input(enum dtype dt, int64_t n, int64_t in, int64_t out, const void *W,
+                       const void *dy, void *dx);
 
 /* The loss of outputs z[n, k] against class labels (labels, n entries) or
  * targets (targets, [n, k]); one of the two is NULL.  Softmax cross-entropy
