@@ -269,8 +269,8 @@ static bool load_tried_twice(struct ckpt_mgr *c, const struct candidate *k)
 }
 
 /* DIR/restarts counts how often in a row the same checkpoint was resumed;
- * a commit removes it (progress).  A resume loop that makes no progress
- * stops after checkpoint.max_resumes. */
+ * a commit, a finished run or a preempted one removes it.  A resume loop of
+ * runs that die stops after checkpoint.max_resumes. */
 static int count_resume(struct ckpt_mgr *c, const struct candidate *k)
 {
     char path[4400], *text = NULL, name[256] = "", buf[300];
@@ -291,7 +291,7 @@ static int count_resume(struct ckpt_mgr *c, const struct candidate *k)
     return 0;
 }
 
-void ckpt_run_finished(struct ckpt_mgr *c)
+void ckpt_run_ended(struct ckpt_mgr *c)
 {
     char path[4400];
     if (fsx_join(path, sizeof path, c->dir, "restarts") == 0) unlink(path);
@@ -443,7 +443,7 @@ static int commit(struct ckpt_mgr *c, const char *name, const struct ckpt_meta *
     fault(c, "index_tmp", m->epoch);
     CAIRN_CHECK(ckpt_index_commit_tmp(c->dir));
     fault(c, "after_index", m->epoch);
-    ckpt_run_finished(c); /* a commit is progress too */
+    ckpt_run_ended(c); /* a commit is progress too */
     remove_unfinished(c);
     for (int i = 0; i < gone.n; i++)
         if (fsx_join(path, sizeof path, c->dir, gone.v[i].file) == 0) unlink(path);

@@ -54,5 +54,6 @@ void fault_point(const struct fault *f, int rank, const char *point, int64_t epo
 
 void fault_signal(const struct fault *f, int rank, int64_t epoch, int64_t step)
 {
-    if (step == 1 && matches(f, FAULT_SIGNAL, rank, epoch)) raise(preempt_signal_number(f->what));
+    if (step == 1 && matches(f, FAULT_SIGNAL, rank, epoch) && (epoch > 0 || f->epoch == 0))
+        raise(preempt_signal_number(f->what));
 }

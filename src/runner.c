@@ -303,7 +303,10 @@ static int preempted(struct runtime *rt, const struct run_opts *o, const struct 
                  "a rerun repeats the work since the newest committed checkpoint in %s",
                  ckpt_dir(rt->ckpt));
     if (rt->train) CAIRN_CHECK(trainer_quiesce(rt->train));
-    if (is_root(rt)) requeue(rt, o, saved);
+    if (is_root(rt)) {
+        ckpt_run_ended(rt->ckpt); /* an orderly stop: the rerun is no crash retry */
+        requeue(rt, o, saved);
+    }
     rc = cairn_err_set(CAIRN_EPREEMPTED, __FILE__, __LINE__,
                        "preempted by %s %s: %s; exit %d: rerun to continue", what, at, outcome,
                        CAIRN_EXIT_PREEMPTED);
@@ -455,6 +458,7 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
     CAIRN_CHECK(start(&rt, &m));
     int64_t first = m.epoch;
     int why = 0;
+    fault_signal(&rt.fault, rt.layout->rank, 0, 1);
     CAIRN_CHECK(must_stop(&rt, &why));
     if (why) CAIRN_CHECK(preempted(&rt, o, &m, why, true)); /* during start-up: its save was just tried */
     CAIRN_CHECK(run_epochs(&rt, o, &m));
@@ -464,7 +468,7 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
     CAIRN_CHECK(run_phase(&rt, PHASE_EXIT));
     *epochs = m.epoch;
     if (is_root(&rt)) {
-        ckpt_run_finished(rt.ckpt);
+        ckpt_run_ended(rt.ckpt);
         char fields[128];
         runlog_line(rt.log, "job %s finished: %lld epoch%s run (%lld in this run) in %.3f s",
                     p->job->name, (long long)m.epoch, m.epoch == 1 ? "" : "s",

@@ -57,9 +57,10 @@ int ckpt_save(struct ckpt_mgr *c, const struct ckpt_meta *m);
 
 /* Copy the newest committed checkpoint to upload.to, if set. */
 int ckpt_upload(struct ckpt_mgr *c);
-/* Rank 0, when the run has finished: it made progress, so resuming its
- * checkpoint again is no restart loop (see checkpoint.max_resumes). */
-void ckpt_run_finished(struct ckpt_mgr *c);
+/* Rank 0, when the run ends in order (it finished, or a preemption stopped
+ * it): resuming its checkpoint again is no restart loop (see
+ * checkpoint.max_resumes), which counts only runs that died. */
+void ckpt_run_ended(struct ckpt_mgr *c);
 
 bool ckpt_enabled(const struct ckpt_mgr *c);
 int64_t ckpt_every(const struct ckpt_mgr *c);

@@ -31,7 +31,8 @@ bool fault_op(const struct fault *f, int rank, const char *name, int64_t epoch);
 /* SIGKILL this process if the fault names this point, rank and epoch. */
 void fault_point(const struct fault *f, int rank, const char *point, int64_t epoch);
 /* After step `step` of epoch `epoch`: raise the fault's signal if it names
- * this rank and epoch and this is the epoch's first step. */
+ * this rank and epoch and this is the epoch's first step.  Epoch 0, step 1
+ * is start-up, named only explicitly (signal:SIG:RANK:0). */
 void fault_signal(const struct fault *f, int rank, int64_t epoch, int64_t step);
 
 #endif

@@ -54,6 +54,18 @@ expect_rc unwritable/resumed-exit ro3 0
 expect_grep unwritable/resumed-from-committed ro3.out "resuming in epoch 2 after step 1 \(init skipped\)"
 same_model unwritable/same-model-bitwise base/model.h5 w/model.h5
 
+# preemptions during start-up commit nothing new, yet are no crash loop:
+# with checkpoint.max_resumes = 1 two of them in a row still end in 75,
+# and the third run finishes exactly like an uninterrupted one
+cap=(--set checkpoint.max_resumes=1)
+CAIRN_FAULT=signal:USR1:3:2 mpi su0 4 run p.cfg --run-dir su "${cap[@]}"
+for i in 1 2; do CAIRN_FAULT=signal:USR1:0:0 mpi "su$i" 4 run p.cfg --run-dir su "${cap[@]}"; done
+expect_eq startup/exits "$(cat su0.rc su1.rc su2.rc | xargs)" "75 75 75"
+expect_grep startup/message su2.err "^cairn: preempted by signal USR1 in epoch 2 after step 1: checkpoint saved in su/ckpt; exit 75: rerun to continue$"
+mpi su3 4 run p.cfg --run-dir su "${cap[@]}"
+expect_rc startup/finishes su3 0
+same_model startup/same-model-bitwise base/model.h5 su/model.h5
+
 # the job file's own signal list: USR2 only, on a trainer rank in epoch 3
 CAIRN_FAULT=signal:USR2:0:3 mpi usr2 4 run p.cfg --run-dir u2 --set 'slurm.signals=["USR2"]'
 expect_rc usr2/exit-75 usr2 75
