@@ -675,8 +675,8 @@ static void parse_slurm(struct cfg *c, const config_setting_t *root)
         sl->n_signals = n;
         for (int i = 0; i < n; i++)
             if (sl->signals[i] && !preempt_signal_number(sl->signals[i]))
-                cfg_err(c, sig, "'%s' is not a signal cairn can catch (USR1, USR2, TERM, INT, HUP, XCPU)",
-                        sl->signals[i]);
+                cfg_err(c, sig, "'%s' is not a signal cairn can catch (%s)", sl->signals[i],
+                        preempt_signal_names);
     }
     sl->requeue = cfg_bool(c, s, "requeue", true);
     sl->time_margin = cfg_num(c, s, "time_margin", 0, 0, 1e9, NULL);

@@ -18,7 +18,7 @@ int fault_parse(const char *spec, struct fault *f)
     int rank = -1, k = -1;
     long long epoch = -1;
     int n = sscanf(spec, "%15[^:]:%63[^:]:%d:%lld", kind, what, &rank, &epoch);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < (int)(sizeof kinds / sizeof kinds[0]); i++)
         if (strcmp(kind, kinds[i]) == 0) k = i;
     if (n < 3 || rank < 0 || k < 0 || (k == FAULT_SIGNAL && !preempt_signal_number(what)))
         return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,

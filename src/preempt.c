@@ -20,6 +20,7 @@ static const struct {
     int sig;
 } signals[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM},
                {"INT", SIGINT},   {"HUP", SIGHUP},   {"XCPU", SIGXCPU}};
+const char preempt_signal_names[] = "USR1, USR2, TERM, INT, HUP, XCPU"; /* the table's, in order */
 
 int preempt_signal_number(const char *name)
 {
@@ -45,8 +46,8 @@ int preempt_install(const char *const *names, int n)
         int sig = preempt_signal_number(names[i]);
         if (!sig)
             return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
-                                 "'%s' is not a signal cairn can catch (USR1, USR2, TERM, INT, HUP, XCPU)",
-                                 names[i]);
+                                 "'%s' is not a signal cairn can catch (%s)", names[i],
+                                 preempt_signal_names);
         for (size_t k = 0; k < sizeof signals / sizeof signals[0]; k++) want[k] |= signals[k].sig == sig;
     }
     struct sigaction sa;

@@ -300,7 +300,8 @@ static int preempted(struct runtime *rt, const struct run_opts *o, const struct 
         snprintf(outcome, sizeof outcome, "checkpoint saved in %s", ckpt_dir(rt->ckpt));
     else
         snprintf(outcome, sizeof outcome, "its checkpoint could not be written (see the log), so "
-                 "a rerun repeats the work since the newest committed checkpoint in %s",
+                 "a rerun repeats the work since the newest committed checkpoint in %s (or "
+                 "starts over if there is none)",
                  ckpt_dir(rt->ckpt));
     if (rt->train) CAIRN_CHECK(trainer_quiesce(rt->train));
     if (is_root(rt)) {

@@ -18,5 +18,7 @@ int preempt_signal(void);
 /* "USR1" for SIGUSR1, ... */
 const char *preempt_signal_name(int sig);
 int preempt_signal_number(const char *name); /* 0 if unknown */
+/* The names preempt_signal_number knows, for messages: "USR1, USR2, ...". */
+extern const char preempt_signal_names[];
 
 #endif

@@ -46,7 +46,7 @@ if [ "$(id -u)" = 0 ]; then chattr +i w/ckpt; else chmod 555 w/ckpt; fi
 CAIRN_FAULT=signal:USR1:0:3 mpi ro2 4 run p.cfg --run-dir w
 if [ "$(id -u)" = 0 ]; then chattr -i w/ckpt; else chmod 755 w/ckpt; fi
 expect_rc unwritable/exit-75 ro2 75
-expect_grep unwritable/message ro2.err "^cairn: preempted by signal USR1 in epoch 3 after step 1: its checkpoint could not be written \(see the log\), so a rerun repeats the work since the newest committed checkpoint in w/ckpt; exit 75: rerun to continue$"
+expect_grep unwritable/message ro2.err "^cairn: preempted by signal USR1 in epoch 3 after step 1: its checkpoint could not be written \(see the log\), so a rerun repeats the work since the newest committed checkpoint in w/ckpt \(or starts over if there is none\); exit 75: rerun to continue$"
 expect_grep unwritable/warned ro2.out "warning: checkpoint in epoch 3 after step 1 failed: "
 expect_count unwritable/not-claimed-saved ro2.err "checkpoint saved" 0
 mpi ro3 4 run p.cfg --run-dir w
