@@ -27,12 +27,17 @@ uint64_t checksum_part(const void *data, size_t elem_size, int64_t n, int64_t fi
     return sum;
 }
 
-void checksum_text(const char *s, char out[17])
+uint64_t checksum_string(const char *s)
 {
     uint64_t h = UINT64_C(0xcbf29ce484222325);
     for (; *s; s++) {
         h ^= (unsigned char)*s;
         h *= UINT64_C(0x100000001b3);
     }
-    snprintf(out, 17, "%016llx", (unsigned long long)h);
+    return h;
+}
+
+void checksum_text(const char *s, char out[17])
+{
+    snprintf(out, 17, "%016llx", (unsigned long long)checksum_string(s));
 }

@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +54,7 @@ const char *ckpt_dir(const struct ckpt_mgr *c) { return c->dir; }
 
 static void fault(const struct ckpt_mgr *c, const char *point, int64_t epoch)
 {
-    fault_point(&c->rt->fault, c->rt->layout->rank, point, epoch);
+    fault_point(&c->rt->fault, c->rt->layout->rank, point, epoch, c->dir);
 }
 
 /* ---- statistics ----------------------------------------------------------- */
@@ -227,7 +228,7 @@ static int choose(struct ckpt_mgr *c, struct candidate *k)
     k->step = idx.v[i].step;
     snprintf(k->file, sizeof k->file, "%s", idx.v[i].file);
     CAIRN_CHECK(fsx_join(path, sizeof path, c->dir, k->file));
-    k->exists = access(path, R_OK) == 0;
+    k->exists = fsx_is_regular(path); /* a FIFO named in the index would block its open */
 cleanup:
     ckpt_index_free(&idx);
     strbuf_free(&list);
@@ -259,7 +260,8 @@ static bool load_tried_twice(struct ckpt_mgr *c, const struct candidate *k)
     size_t len = 0;
     int tries = 0;
     if (fsx_join(path, sizeof path, c->dir, "loading")) return false;
-    if (fsx_read_all(path, &text, &len) == 0) sscanf(text, "%255s %d", name, &tries);
+    if (fsx_is_regular(path) && fsx_read_all(path, &text, &len) == 0)
+        sscanf(text, "%255s %d", name, &tries);
     free(text);
     if (strcmp(name, k->file) != 0) tries = 0;
     if (tries >= 2) return true;
@@ -275,16 +277,18 @@ static int count_resume(struct ckpt_mgr *c, const struct candidate *k)
 {
     char path[4400], *text = NULL, name[256] = "", buf[300];
     size_t len = 0;
-    int n = 0, rc = fsx_join(path, sizeof path, c->dir, "restarts");
+    long long n = 0;
+    int rc = fsx_join(path, sizeof path, c->dir, "restarts");
     if (rc) return rc;
-    if (fsx_read_all(path, &text, &len) == 0) sscanf(text, "%255s %d", name, &n);
+    if (fsx_is_regular(path) && fsx_read_all(path, &text, &len) == 0) sscanf(text, "%255s %lld", name, &n);
     free(text);
-    n = strcmp(name, k->file) == 0 ? n + 1 : 1;
-    int w = snprintf(buf, sizeof buf, "%s %d\n", k->file, n);
+    n = n < 0 || n >= INT_MAX ? INT_MAX : n; /* someone else's file: never overflow */
+    n = strcmp(name, k->file) != 0 ? 1 : n < INT_MAX ? n + 1 : n;
+    int w = snprintf(buf, sizeof buf, "%s %lld\n", k->file, n);
     fsx_write_atomic(path, buf, (size_t)w); /* best effort: a read-only directory still resumes */
     if (n > c->spec->max_resumes)
         return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__,
-                             "%s has been resumed %d times in a row without a newer checkpoint "
+                             "%s has been resumed %lld times in a row without a newer checkpoint "
                              "being committed; stopping to break the restart loop "
                              "(checkpoint.max_resumes = %lld; remove %s to allow more)",
                              k->file, n, (long long)c->spec->max_resumes, path);
@@ -359,6 +363,11 @@ int ckpt_resume(struct ckpt_mgr *c, struct ckpt_meta *m, bool *resumed)
             CAIRN_CHECK(fsx_join(path, sizeof path, c->dir, k.file));
             lrc = ckpt_file_read(c->rt, path, m, &io);
         }
+        if (lrc == 0 && (m->epoch != k.epoch || m->step != k.step))
+            lrc = cairn_err_set(CAIRN_ECORRUPT, __FILE__, __LINE__,
+                                "it says epoch %lld step %lld, its index entry epoch %lld step %lld",
+                                (long long)m->epoch, (long long)m->step, (long long)k.epoch,
+                                (long long)k.step);
         if (lrc == 0) {
             if (is_root(c)) loading_done(c);
             CAIRN_CHECK(coll_agree(world(c), is_root(c) ? count_resume(c, &k) : 0));
@@ -404,16 +413,23 @@ static void retain(struct ckpt_mgr *c, struct ckpt_index *idx, struct ckpt_index
     }
 }
 
-/* Files of saves that a killed run left unfinished ("ckpt-*.h5.tmp"):
- * never loadable, possibly large; a commit clears them away. */
+static bool ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), t = strlen(tail);
+    return n > t && strcmp(s + n - t, tail) == 0;
+}
+
+/* Files of saves that a killed run left unfinished ("ckpt-*.h5.tmp" and
+ * their space reserves): never loadable, possibly large; a commit clears
+ * them away. */
 static void remove_unfinished(const struct ckpt_mgr *c)
 {
     DIR *d = opendir(c->dir);
     struct dirent *de;
     char path[4400];
     while (d && (de = readdir(d))) {
-        size_t n = strlen(de->d_name);
-        if (strncmp(de->d_name, "ckpt-", 5) == 0 && n > 7 && strcmp(de->d_name + n - 7, ".h5.tmp") == 0 &&
+        if (strncmp(de->d_name, "ckpt-", 5) == 0 &&
+            (ends_with(de->d_name, ".h5.tmp") || ends_with(de->d_name, ".h5.tmp.reserve")) &&
             fsx_join(path, sizeof path, c->dir, de->d_name) == 0)
             unlink(path);
     }
@@ -427,6 +443,7 @@ static int commit(struct ckpt_mgr *c, const char *name, const struct ckpt_meta *
     int rc = 0;
     char path[4400], tmp[sizeof path + 8];
     struct ckpt_index idx = {0}, gone = {0};
+    bool listed = false;
     CAIRN_CHECK(fsx_join(path, sizeof path, c->dir, name));
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     fault(c, "before_rename", m->epoch);
@@ -442,12 +459,15 @@ static int commit(struct ckpt_mgr *c, const char *name, const struct ckpt_meta *
     CAIRN_CHECK(ckpt_index_write_tmp(c->dir, &idx));
     fault(c, "index_tmp", m->epoch);
     CAIRN_CHECK(ckpt_index_commit_tmp(c->dir));
+    listed = true;
     fault(c, "after_index", m->epoch);
     ckpt_run_ended(c); /* a commit is progress too */
     remove_unfinished(c);
     for (int i = 0; i < gone.n; i++)
         if (fsx_join(path, sizeof path, c->dir, gone.v[i].file) == 0) unlink(path);
 cleanup:
+    if (rc && !listed && fsx_join(path, sizeof path, c->dir, name) == 0)
+        unlink(path); /* never listed, so never loaded: give its space back */
     ckpt_index_free(&idx);
     ckpt_index_free(&gone);
     return rc;

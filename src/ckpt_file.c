@@ -12,6 +12,7 @@
 #include "cairn/coll.h"
 #include "cairn/error.h"
 #include "cairn/fault.h"
+#include "cairn/fsx.h"
 #include "cairn/h5util.h"
 #include "cairn/layout.h"
 #include "cairn/partition.h"
@@ -21,11 +22,19 @@
 #include "cairn/version.h"
 #include "cairn/workspace.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+/* Limits on what a checkpoint file may claim (it is untrusted input). */
+#define CKPT_MAX_TEXT (64 << 20)        /* bytes of a string attribute */
+#define CKPT_MAX_DIM (INT64_C(1) << 50) /* one dimension */
+#define CKPT_MAX_COUNT (INT64_C(1) << 50) /* epochs, steps */
+#define CKPT_MAX_RANKS (1 << 24)
 
 /* A persistent blob as the file holds it, and this rank's part of it. */
 struct desc {
@@ -60,7 +69,7 @@ int ckpt_settings(const struct plan *p, struct strbuf *out)
     for (int g = 0; g < p->n_groups; g++) {
         for (int b = 0; b < p->groups[g].n_blobs; b++) {
             const struct blob_info *bi = &p->groups[g].blobs[b];
-            char sh[160];
+            char sh[256];
             if (!bi->persistent) continue;
             strbuf_addf(out, "blob %s/%s=%s%s %s\n", p->groups[g].name, bi->name,
                         dtype_name(bi->type.dtype), shape_format(&bi->type.shape, sh, sizeof sh),
@@ -155,40 +164,96 @@ static int attr_put_i64(hid_t obj, const char *name, int64_t v)
     return attr_put(obj, name, H5T_NATIVE_INT64, &v);
 }
 
-static int attr_get(hid_t obj, const char *name, hid_t type, void *v)
+/* Overwrite the value of an existing attribute (its size stays put). */
+static int attr_set(hid_t obj, const char *name, hid_t type, const void *v)
 {
     int rc = 0;
     hid_t a = H5Aopen(obj, name, H5P_DEFAULT);
-    if (a < 0) CAIRN_FAIL(CAIRN_ECORRUPT, "attribute '%s' is missing", name);
-    CAIRN_CHECK_H5(H5Aread(a, type, v));
+    CAIRN_CHECK_H5(a);
+    CAIRN_CHECK_H5(H5Awrite(a, type, v));
 cleanup:
     if (a >= 0) H5Aclose(a);
     return rc;
 }
 
-static int attr_get_i64(hid_t obj, const char *name, int64_t *v)
+/* Open attribute `name` of obj, which must hold one value of class cls:
+ * a file is untrusted input, and an array read into one value would
+ * overflow it. */
+static int attr_open(hid_t obj, const char *name, H5T_class_t cls, hid_t *a, hid_t *t)
 {
-    return attr_get(obj, name, H5T_NATIVE_INT64, v);
+    int rc = 0;
+    hid_t space = H5I_INVALID_HID;
+    if (H5Aexists(obj, name) <= 0) CAIRN_FAIL(CAIRN_ECORRUPT, "attribute '%s' is missing", name);
+    *a = H5Aopen(obj, name, H5P_DEFAULT);
+    CAIRN_CHECK_H5(*a);
+    *t = H5Aget_type(*a);
+    space = H5Aget_space(*a);
+    CAIRN_CHECK_H5(*t);
+    CAIRN_CHECK_H5(space);
+    H5S_class_t sc = H5Sget_simple_extent_type(space);
+    hssize_t npoints = H5Sget_simple_extent_npoints(space);
+    if ((sc != H5S_SCALAR && sc != H5S_SIMPLE) || npoints != 1)
+        CAIRN_FAIL(CAIRN_ECORRUPT, "attribute '%s' does not hold exactly one value", name);
+    if (H5Tget_class(*t) != cls)
+        CAIRN_FAIL(CAIRN_ECORRUPT, "attribute '%s' is not %s", name,
+                   cls == H5T_STRING ? "a string" : cls == H5T_INTEGER ? "an integer" : "a number");
+cleanup:
+    if (space >= 0) H5Sclose(space);
+    return rc;
 }
 
-/* A string attribute into a malloc'd buffer the caller frees. */
+/* An integer attribute, which must lie in [lo, hi]. */
+static int attr_get_i64(hid_t obj, const char *name, int64_t lo, int64_t hi, int64_t *v)
+{
+    int rc = 0;
+    hid_t a = H5I_INVALID_HID, t = H5I_INVALID_HID;
+    CAIRN_CHECK(attr_open(obj, name, H5T_INTEGER, &a, &t));
+    if (H5Tget_size(t) > 8) /* HDF5 clamps what does not fit; the range check catches it */
+        CAIRN_FAIL(CAIRN_ECORRUPT, "attribute '%s' is not a 64-bit signed integer", name);
+    CAIRN_CHECK_H5(H5Aread(a, H5T_NATIVE_INT64, v));
+    if (*v < lo || *v > hi)
+        CAIRN_FAIL(CAIRN_ECORRUPT, "attribute '%s' is %lld, outside [%lld, %lld]", name,
+                   (long long)*v, (long long)lo, (long long)hi);
+cleanup:
+    if (t >= 0) H5Tclose(t);
+    if (a >= 0) H5Aclose(a);
+    return rc;
+}
+
+static int attr_get_u64(hid_t obj, const char *name, uint64_t *v)
+{
+    int rc = 0;
+    hid_t a = H5I_INVALID_HID, t = H5I_INVALID_HID;
+    CAIRN_CHECK(attr_open(obj, name, H5T_INTEGER, &a, &t));
+    if (H5Tget_size(t) != 8 || H5Tget_sign(t) != H5T_SGN_NONE)
+        CAIRN_FAIL(CAIRN_ECORRUPT, "attribute '%s' is not a 64-bit unsigned integer", name);
+    CAIRN_CHECK_H5(H5Aread(a, H5T_NATIVE_UINT64, v));
+cleanup:
+    if (t >= 0) H5Tclose(t);
+    if (a >= 0) H5Aclose(a);
+    return rc;
+}
+
+/* A fixed-length string attribute into a malloc'd buffer the caller frees.
+ * It is read null-padded, so a string stored without a terminator keeps
+ * its last character. */
 static int attr_get_str(hid_t obj, const char *name, char **out)
 {
     int rc = 0;
     hid_t a = H5I_INVALID_HID, t = H5I_INVALID_HID, mt = H5I_INVALID_HID;
     char *buf = NULL;
-    a = H5Aopen(obj, name, H5P_DEFAULT);
-    if (a < 0) CAIRN_FAIL(CAIRN_ECORRUPT, "attribute '%s' is missing", name);
-    t = H5Aget_type(a);
-    CAIRN_CHECK_H5(t);
-    if (H5Tget_class(t) != H5T_STRING || H5Tis_variable_str(t) > 0)
+    CAIRN_CHECK(attr_open(obj, name, H5T_STRING, &a, &t));
+    if (H5Tis_variable_str(t) != 0)
         CAIRN_FAIL(CAIRN_ECORRUPT, "attribute '%s' is not a fixed-length string", name);
     size_t n = H5Tget_size(t);
+    if (n == 0 || n > CKPT_MAX_TEXT)
+        CAIRN_FAIL(CAIRN_ECORRUPT, "attribute '%s' has a bad length (%zu bytes)", name, n);
     buf = calloc(n + 1, 1);
     CAIRN_CHECK_ALLOC(buf);
     mt = H5Tcopy(H5T_C_S1);
     CAIRN_CHECK_H5(mt);
     CAIRN_CHECK_H5(H5Tset_size(mt, n));
+    CAIRN_CHECK_H5(H5Tset_strpad(mt, H5T_STR_NULLPAD));
     CAIRN_CHECK_H5(H5Aread(a, mt, buf));
     *out = buf;
     buf = NULL;
@@ -228,6 +293,10 @@ static int describe_mine(const struct layout *l, const struct tensor *t, struct 
         d->mine = l->grank == 0;
         return 0;
     }
+    if (d->dist == DIST_LOCAL && s.ndim == CAIRN_MAX_DIMS) /* the file adds a ranks dimension */
+        return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__,
+                             "per-rank state of %d dimensions cannot be checkpointed (at most %d)",
+                             s.ndim, CAIRN_MAX_DIMS - 1);
     /* sharded: every dimension but the first agrees; per-rank: all agree */
     int first = d->dist == DIST_SHARDED ? 1 : 0;
     CAIRN_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, lo, s.ndim + 1, MPI_INT64_T, MPI_MIN, comm));
@@ -339,26 +408,364 @@ static hid_t file_space(const struct shape *s)
     return H5Screate_simple(s->ndim, dims, NULL);
 }
 
-static void dataset_path(const struct plan *p, const struct desc *d, char *out, size_t size)
+/* ---- what a checkpoint holds ------------------------------------------------------ */
+
+/* One persistent blob as a settings text describes it, and once checked,
+ * its dataset. */
+struct entry {
+    char group[128], blob[128];
+    enum dtype dtype;
+    enum dist dist;
+    struct shape shape; /* the blob's global shape (ndim -1 or dims -1: any) */
+    int64_t ranks;      /* its group's ranks */
+    struct shape file;  /* the dataset's shape */
+    uint64_t stored;    /* the dataset's data checksum (its name's share removed) */
+};
+
+/* A checkpoint's metadata, validated. */
+struct contents {
+    struct ckpt_meta meta;
+    int64_t format, seed, world_size;
+    char *settings;
+    int n;
+    struct entry *v;
+};
+
+static void contents_free(struct contents *c)
 {
-    snprintf(out, size, "/groups/%s/%s", p->groups[d->group].name,
-             p->groups[d->group].blobs[d->blob].name);
+    free(c->settings);
+    free(c->v);
+    *c = (struct contents){0};
+}
+
+/* "[]", "[3, 4]", "[?, 4]" or "[...]" at *p. */
+static int parse_shape(const char **p, struct shape *s)
+{
+    const char *q = *p;
+    *s = (struct shape){0};
+    if (strncmp(q, "[...]", 5) == 0) {
+        s->ndim = -1;
+        *p = q + 5;
+        return 0;
+    }
+    if (*q++ != '[') return -1;
+    while (*q != ']') {
+        if (s->ndim == CAIRN_MAX_DIMS) return -1;
+        if (s->ndim && strncmp(q, ", ", 2) != 0) return -1;
+        q += s->ndim ? 2 : 0;
+        if (*q == '?') {
+            s->d[s->ndim++] = -1;
+            q++;
+            continue;
+        }
+        char *end;
+        if (*q < '0' || *q > '9') return -1;
+        errno = 0;
+        long long v = strtoll(q, &end, 10);
+        if (errno || v > CKPT_MAX_DIM) return -1;
+        s->d[s->ndim++] = v;
+        q = end;
+    }
+    *p = q + 1;
+    return 0;
+}
+
+/* "blob GROUP/BLOB=DTYPE[SHAPE] DIST" (without its newline, len bytes). */
+static int parse_blob_line(const char *l, size_t len, struct entry *e)
+{
+    char line[1024], dt[8], dist[16];
+    if (len >= sizeof line || strncmp(l, "blob ", 5) != 0) return -1;
+    memcpy(line, l, len);
+    line[len] = '\0';
+    char *name = line + 5, *eq = strchr(name, '='), *slash = strchr(name, '/');
+    if (!eq || !slash || slash > eq || slash == name || slash + 1 == eq) return -1;
+    if ((size_t)(slash - name) >= sizeof e->group || (size_t)(eq - slash - 1) >= sizeof e->blob)
+        return -1;
+    *e = (struct entry){0};
+    memcpy(e->group, name, (size_t)(slash - name));
+    memcpy(e->blob, slash + 1, (size_t)(eq - slash - 1));
+    const char *q = eq + 1, *br = strchr(q, '[');
+    if (!br || br - q >= (long)sizeof dt) return -1;
+    snprintf(dt, sizeof dt, "%.*s", (int)(br - q), q);
+    if ((e->dtype = dtype_parse(dt)) == DT_NONE) return -1;
+    if (parse_shape(&br, &e->shape) || *br != ' ') return -1;
+    snprintf(dist, sizeof dist, "%s", br + 1);
+    for (int d = DIST_REPLICATED; d <= DIST_LOCAL; d++)
+        if (strcmp(dist, dist_name((enum dist)d)) == 0) return e->dist = (enum dist)d, 0;
+    return -1;
+}
+
+/* The blobs a settings text lists, in its order (groups are contiguous). */
+static int parse_settings(const char *text, struct contents *c)
+{
+    int rc = 0, lines = 0;
+    for (const char *q = text; *q; q++) lines += *q == '\n';
+    c->v = calloc((size_t)lines + 1, sizeof *c->v);
+    CAIRN_CHECK_ALLOC(c->v);
+    for (const char *l = text; *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t len = nl ? (size_t)(nl - l) : strlen(l);
+        if (strncmp(l, "blob ", 5) == 0) {
+            if (parse_blob_line(l, len, &c->v[c->n]))
+                CAIRN_FAIL(CAIRN_ECORRUPT, "its settings hold a bad line: %.*s", (int)(len > 80 ? 80 : len), l);
+            for (int i = 0; i < c->n; i++)
+                if (!strcmp(c->v[i].group, c->v[c->n].group) && !strcmp(c->v[i].blob, c->v[c->n].blob))
+                    CAIRN_FAIL(CAIRN_ECORRUPT, "its settings list blob %s/%s twice", c->v[i].group, c->v[i].blob);
+            c->n++;
+        } else if (strncmp(l, "format=", 7) && strncmp(l, "seed=", 5)) {
+            CAIRN_FAIL(CAIRN_ECORRUPT, "its settings hold a bad line: %.*s", (int)(len > 80 ? 80 : len), l);
+        }
+        l += len + (nl != NULL);
+    }
+cleanup:
+    return rc;
+}
+
+/* The checksum of the root metadata: a damaged epoch, step or done, a
+ * changed settings text or group size, is damage like a flipped data bit. */
+static int meta_sum(const struct contents *c, char out[17])
+{
+    struct strbuf b = {0};
+    strbuf_addf(&b, "format=%lld\nepoch=%lld\nstep=%lld\ndone=%d\nseed=%lld\nworld_size=%lld\n",
+                (long long)c->format, (long long)c->meta.epoch, (long long)c->meta.step,
+                c->meta.done, (long long)c->seed, (long long)c->world_size);
+    for (int i = 0; i < c->n; i++)
+        if (i == 0 || strcmp(c->v[i].group, c->v[i - 1].group))
+            strbuf_addf(&b, "group %s ranks=%lld\n", c->v[i].group, (long long)c->v[i].ranks);
+    strbuf_addf(&b, "%s", c->settings);
+    int rc = strbuf_finish(&b);
+    if (rc == 0) checksum_text(strbuf_str(&b), out);
+    strbuf_free(&b);
+    return rc;
+}
+
+/* A dataset's checksum attribute binds its name: two datasets swapped do
+ * not verify. */
+static uint64_t name_share(const struct entry *e)
+{
+    char name[300];
+    snprintf(name, sizeof name, "%s/%s", e->group, e->blob);
+    return checksum_string(name);
+}
+
+static int check_type(hid_t dset, enum dtype want)
+{
+    hid_t t = H5Dget_type(dset);
+    if (t < 0) return -1;
+    H5T_class_t c = H5Tget_class(t);
+    size_t size = H5Tget_size(t);
+    H5T_sign_t sign = c == H5T_INTEGER ? H5Tget_sign(t) : H5T_SGN_ERROR;
+    H5Tclose(t);
+    switch (want) {
+    case DT_F32: return c == H5T_FLOAT && size == 4 ? 0 : -1;
+    case DT_F64: return c == H5T_FLOAT && size == 8 ? 0 : -1;
+    case DT_I32: return c == H5T_INTEGER && size == 4 && sign == H5T_SGN_2 ? 0 : -1;
+    case DT_I64: return c == H5T_INTEGER && size == 8 && sign == H5T_SGN_2 ? 0 : -1;
+    default: return -1;
+    }
+}
+
+/* The dataset's shape, checked against the blob's and against the file's
+ * size: a file of a few kB cannot declare 2^40 rows. */
+static int check_space(hid_t dset, struct entry *e, int64_t file_bytes)
+{
+    int rc = 0;
+    hid_t space = H5Dget_space(dset), dcpl = H5I_INVALID_HID;
+    hsize_t dims[H5S_MAX_RANK];
+    char want[256], got[256];
+    CAIRN_CHECK_H5(space);
+    int nd = H5Sget_simple_extent_ndims(space), lead = e->dist == DIST_LOCAL;
+    if (nd < 0 || nd > CAIRN_MAX_DIMS || (e->shape.ndim >= 0 && nd != e->shape.ndim + lead) ||
+        (lead && nd == 0))
+        CAIRN_FAIL(CAIRN_ECORRUPT, "it has %d dimensions, not %d", nd, e->shape.ndim + lead);
+    CAIRN_CHECK_H5(H5Sget_simple_extent_dims(space, dims, NULL));
+    e->file.ndim = nd;
+    int64_t elems = 1, cap = file_bytes / (int64_t)dtype_size(e->dtype);
+    bool ok = true;
+    for (int i = 0; i < nd; i++) {
+        e->file.d[i] = dims[i] > (hsize_t)CKPT_MAX_DIM ? CKPT_MAX_DIM + 1 : (int64_t)dims[i];
+        int64_t w = lead && i == 0 ? e->ranks : e->shape.ndim >= 0 ? e->shape.d[i - lead] : -1;
+        if (w >= 0 && e->file.d[i] != w) ok = false;
+        elems = e->file.d[i] && elems > cap / e->file.d[i] ? cap + 1 : elems * e->file.d[i];
+    }
+    if (!ok) {
+        struct shape ws = e->shape;
+        if (lead && ws.ndim >= 0 && ws.ndim < CAIRN_MAX_DIMS) {
+            memmove(ws.d + 1, ws.d, sizeof(int64_t) * (size_t)ws.ndim);
+            ws.d[0] = e->ranks;
+            ws.ndim++;
+        }
+        CAIRN_FAIL(CAIRN_ECORRUPT, "its shape is %s, not %s", shape_format(&e->file, got, sizeof got),
+                   shape_format(&ws, want, sizeof want));
+    }
+    if (elems > cap) CAIRN_FAIL(CAIRN_ECORRUPT, "it claims more data than the file holds");
+    dcpl = H5Dget_create_plist(dset);
+    CAIRN_CHECK_H5(dcpl);
+    if (H5Pget_layout(dcpl) != H5D_CONTIGUOUS ||
+        H5Dget_storage_size(dset) != (hsize_t)elems * dtype_size(e->dtype))
+        CAIRN_FAIL(CAIRN_ECORRUPT, "its data is not stored whole and contiguous");
+cleanup:
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (space >= 0) H5Sclose(space);
+    return rc;
+}
+
+/* Blob e's dataset: there, of e's type, shape and distribution, with a
+ * checksum. */
+static int check_dataset(hid_t f, struct entry *e, int64_t file_bytes)
+{
+    int rc = 0;
+    char path[300], *dist = NULL;
+    hid_t dset = H5I_INVALID_HID;
+    H5O_info_t info;
+    snprintf(path, sizeof path, "/groups/%s/%s", e->group, e->blob);
+    if (H5Lexists(f, path, H5P_DEFAULT) <= 0 || H5Oget_info_by_name(f, path, &info, H5P_DEFAULT) < 0 ||
+        info.type != H5O_TYPE_DATASET)
+        CAIRN_FAIL(CAIRN_ECORRUPT, "no such dataset");
+    dset = H5Dopen2(f, path, H5P_DEFAULT);
+    CAIRN_CHECK_H5(dset);
+    if (check_type(dset, e->dtype)) CAIRN_FAIL(CAIRN_ECORRUPT, "its element type is not %s", dtype_name(e->dtype));
+    CAIRN_CHECK(check_space(dset, e, file_bytes));
+    CAIRN_CHECK(attr_get_str(dset, "dist", &dist));
+    if (strcmp(dist, dist_name(e->dist)) != 0)
+        CAIRN_FAIL(CAIRN_ECORRUPT, "it is stored %.32s, not %s", dist, dist_name(e->dist));
+    CAIRN_CHECK(attr_get_u64(dset, "checksum", &e->stored));
+    e->stored -= name_share(e);
+cleanup:
+    if (rc == CAIRN_EHDF5) rc = CAIRN_ECORRUPT;
+    if (rc) cairn_err_wrap(rc, "%s: ", path);
+    free(dist);
+    if (dset >= 0) H5Dclose(dset);
+    return rc;
+}
+
+static int check_group(hid_t f, struct entry *e, int64_t world_size)
+{
+    int rc = 0;
+    char path[200];
+    hid_t g = H5I_INVALID_HID;
+    snprintf(path, sizeof path, "/groups/%s", e->group);
+    if (H5Lexists(f, "/groups", H5P_DEFAULT) <= 0 || H5Lexists(f, path, H5P_DEFAULT) <= 0)
+        CAIRN_FAIL(CAIRN_ECORRUPT, "group %s is missing", path);
+    g = H5Gopen2(f, path, H5P_DEFAULT);
+    if (g < 0) CAIRN_FAIL(CAIRN_ECORRUPT, "%s is not a group", path);
+    rc = attr_get_i64(g, "ranks", 1, world_size, &e->ranks);
+    if (rc) cairn_err_wrap(rc, "%s: ", path);
+cleanup:
+    if (g >= 0) H5Gclose(g);
+    return rc;
+}
+
+/* The root attributes, each of its type and range.  A format this cairn
+ * does not read is CAIRN_EINPUT: not damage, so nothing is marked bad. */
+static int read_root(hid_t f, struct contents *c)
+{
+    int rc = 0;
+    int64_t done = 0;
+    char *alg = NULL;
+    CAIRN_CHECK(attr_get_i64(f, "format_version", 0, INT32_MAX, &c->format));
+    if (c->format != CAIRN_CKPT_FORMAT)
+        CAIRN_FAIL(CAIRN_EINPUT, "it has checkpoint format %lld; this cairn reads format %d%s",
+                   (long long)c->format, CAIRN_CKPT_FORMAT,
+                   c->format < CAIRN_CKPT_FORMAT ? " (resume it with the cairn that wrote it)" : "");
+    CAIRN_CHECK(attr_get_str(f, "checksum_alg", &alg));
+    if (strcmp(alg, CAIRN_CHECKSUM_NAME) != 0)
+        CAIRN_FAIL(CAIRN_ECORRUPT, "its checksum algorithm is '%.32s', not %s", alg, CAIRN_CHECKSUM_NAME);
+    CAIRN_CHECK(attr_get_i64(f, "epoch", 0, CKPT_MAX_COUNT, &c->meta.epoch));
+    CAIRN_CHECK(attr_get_i64(f, "step", 0, CKPT_MAX_COUNT, &c->meta.step));
+    CAIRN_CHECK(attr_get_i64(f, "done", 0, 1, &done));
+    c->meta.done = (int)done;
+    CAIRN_CHECK(attr_get_i64(f, "seed", INT64_MIN, INT64_MAX, &c->seed));
+    CAIRN_CHECK(attr_get_i64(f, "world_size", 1, CKPT_MAX_RANKS, &c->world_size));
+    CAIRN_CHECK(attr_get_str(f, "settings", &c->settings));
+cleanup:
+    free(alg);
+    return rc;
+}
+
+/* Everything the loader and `ckpt verify` check before reading any data:
+ * root attributes, settings, the metadata checksum, every blob's group and
+ * dataset.  Errors: CAIRN_ECORRUPT naming what is wrong, CAIRN_EINPUT for
+ * another format. */
+static int contents_read(hid_t f, struct contents *c)
+{
+    int rc = 0;
+    char *stored = NULL, sum[17];
+    hsize_t size = 0;
+    *c = (struct contents){0};
+    CAIRN_CHECK(read_root(f, c));
+    CAIRN_CHECK(parse_settings(c->settings, c));
+    for (int i = 0; i < c->n; i++) CAIRN_CHECK(check_group(f, &c->v[i], c->world_size));
+    CAIRN_CHECK(attr_get_str(f, "meta_checksum", &stored));
+    CAIRN_CHECK(meta_sum(c, sum));
+    if (strcmp(sum, stored) != 0)
+        CAIRN_FAIL(CAIRN_ECORRUPT, "its metadata (epoch, step, done, settings or group sizes) "
+                                   "does not match its checksum");
+    CAIRN_CHECK_H5(H5Fget_filesize(f, &size));
+    for (int i = 0; i < c->n; i++) CAIRN_CHECK(check_dataset(f, &c->v[i], (int64_t)size));
+cleanup:
+    free(stored);
+    if (rc == CAIRN_EHDF5) rc = CAIRN_ECORRUPT; /* HDF5 cannot read it: it is damaged */
+    return rc;
+}
+
+static const struct entry *contents_find(const struct contents *c, const char *group, const char *blob)
+{
+    for (int i = 0; i < c->n; i++)
+        if (strcmp(c->v[i].group, group) == 0 && strcmp(c->v[i].blob, blob) == 0) return &c->v[i];
+    return NULL;
+}
+
+/* Open a checkpoint file and validate it (serial or, with an MPI-IO fapl,
+ * on every rank alike). */
+static int open_checked(const char *path, hid_t fapl, hid_t *f, struct contents *c)
+{
+    int rc = 0;
+    if (!fsx_is_regular(path)) CAIRN_FAIL(CAIRN_ECORRUPT, "%s is not a regular file", path);
+    *f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
+    if (*f < 0) {
+        cairn_err_h5(__FILE__, __LINE__, "H5Fopen");
+        CAIRN_FAIL(CAIRN_ECORRUPT, "cannot open %s as HDF5: %s", path, cairn_errmsg());
+    }
+    rc = contents_read(*f, c);
+    if (rc) cairn_err_wrap(rc, "%s: ", path);
+cleanup:
+    return rc;
 }
 
 /* ---- writing ------------------------------------------------------------------ */
 
-static int write_root_attrs(struct runtime *rt, hid_t f, const struct ckpt_meta *m,
-                            const char *settings)
+/* Our own contents, as a reader will rebuild them from the file. */
+static int our_contents(const struct runtime *rt, const char *settings, const struct ckpt_meta *m,
+                        struct contents *c)
 {
     int rc = 0;
     const struct plan *p = rt->plan;
-    char digest[17], stamp[32];
+    *c = (struct contents){.meta = *m, .format = CAIRN_CKPT_FORMAT, .seed = p->job->seed,
+                           .world_size = p->nranks};
+    c->settings = strdup(settings);
+    CAIRN_CHECK_ALLOC(c->settings);
+    CAIRN_CHECK(parse_settings(settings, c));
+    for (int i = 0; i < c->n; i++)
+        for (int g = 0; g < p->n_groups; g++)
+            if (strcmp(p->groups[g].name, c->v[i].group) == 0) c->v[i].ranks = p->groups[g].nranks;
+cleanup:
+    if (rc == CAIRN_ECORRUPT) rc = cairn_err_wrap(CAIRN_ERUNTIME, "checkpoint settings: ");
+    return rc;
+}
+
+static int write_root_attrs(struct runtime *rt, hid_t f, const struct contents *c)
+{
+    int rc = 0;
+    const struct plan *p = rt->plan;
+    char digest[17], stamp[32], sum[17];
     struct strbuf lay = {0};
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    checksum_text(settings, digest);
+    checksum_text(c->settings, digest);
+    CAIRN_CHECK(meta_sum(c, sum));
     for (int g = 0; g < p->n_groups; g++)
         strbuf_addf(&lay, "%s%s=%d+%d", g ? " " : "", p->groups[g].name, p->groups[g].first,
                     p->groups[g].nranks);
@@ -368,12 +775,13 @@ static int write_root_attrs(struct runtime *rt, hid_t f, const struct ckpt_meta 
     CAIRN_CHECK(attr_put(f, "format_version", H5T_NATIVE_INT32, &fmt));
     CAIRN_CHECK(attr_put_str(f, "job_name", p->job->name));
     CAIRN_CHECK(attr_put_str(f, "digest", digest));
-    CAIRN_CHECK(attr_put_str(f, "settings", settings));
-    CAIRN_CHECK(attr_put_i64(f, "epoch", m->epoch));
-    CAIRN_CHECK(attr_put_i64(f, "step", m->step));
-    CAIRN_CHECK(attr_put_i64(f, "done", m->done));
-    CAIRN_CHECK(attr_put_i64(f, "seed", p->job->seed));
-    CAIRN_CHECK(attr_put_i64(f, "world_size", p->nranks));
+    CAIRN_CHECK(attr_put_str(f, "settings", c->settings));
+    CAIRN_CHECK(attr_put_i64(f, "epoch", c->meta.epoch));
+    CAIRN_CHECK(attr_put_i64(f, "step", c->meta.step));
+    CAIRN_CHECK(attr_put_i64(f, "done", c->meta.done));
+    CAIRN_CHECK(attr_put_i64(f, "seed", c->seed));
+    CAIRN_CHECK(attr_put_i64(f, "world_size", c->world_size));
+    CAIRN_CHECK(attr_put_str(f, "meta_checksum", sum));
     CAIRN_CHECK(attr_put_str(f, "layout", strbuf_str(&lay)));
     CAIRN_CHECK(attr_put_str(f, "wall_time", stamp));
     CAIRN_CHECK(attr_put(f, "unix_time", H5T_NATIVE_DOUBLE, &unix_time));
@@ -384,11 +792,14 @@ cleanup:
     return rc;
 }
 
-/* Groups and (empty) datasets: metadata, the same on every rank. */
+/* Groups and (empty) datasets with every attribute, the checksums as
+ * placeholders: metadata, the same on every rank, and all of it, so the
+ * file's size is known before any data is written. */
 static int create_datasets(const struct plan *p, hid_t f, const struct desc *ds, int n,
                            hid_t *dsets)
 {
     int rc = 0;
+    uint64_t zero = 0;
     hid_t groups = H5I_INVALID_HID, g = H5I_INVALID_HID, dcpl = H5I_INVALID_HID,
           space = H5I_INVALID_HID;
     groups = H5Gcreate2(f, "groups", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
@@ -412,6 +823,7 @@ static int create_datasets(const struct plan *p, hid_t f, const struct desc *ds,
                                   H5P_DEFAULT, dcpl, H5P_DEFAULT);
             CAIRN_CHECK_H5(dsets[i]);
             CAIRN_CHECK(attr_put_str(dsets[i], "dist", dist_name(ds[i].dist)));
+            CAIRN_CHECK(attr_put(dsets[i], "checksum", H5T_NATIVE_UINT64, &zero));
             H5Sclose(space);
             space = H5I_INVALID_HID;
         }
@@ -444,14 +856,18 @@ cleanup:
     return rc;
 }
 
-static int write_checksums(MPI_Comm world, struct desc *ds, int n, const hid_t *dsets)
+static int write_checksums(MPI_Comm world, const struct contents *c, struct desc *ds, int n,
+                           const hid_t *dsets)
 {
     int rc = 0;
     uint64_t *sums = calloc((size_t)n + 1, sizeof *sums);
     CAIRN_CHECK_ALLOC(sums);
     for (int i = 0; i < n; i++) sums[i] = ds[i].partial;
     CAIRN_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, sums, n, MPI_UINT64_T, MPI_SUM, world));
-    for (int i = 0; i < n; i++) CAIRN_CHECK(attr_put(dsets[i], "checksum", H5T_NATIVE_UINT64, &sums[i]));
+    for (int i = 0; i < n; i++) {
+        uint64_t v = sums[i] + name_share(&c->v[i]);
+        CAIRN_CHECK(attr_set(dsets[i], "checksum", H5T_NATIVE_UINT64, &v));
+    }
 cleanup:
     free(sums);
     return rc;
@@ -470,15 +886,68 @@ static hid_t mpio_fapl(MPI_Comm world)
     return fapl;
 }
 
-static int write_all(struct runtime *rt, hid_t f, struct desc *ds, int n, const struct ckpt_meta *m,
-                     const char *settings, struct ckpt_io *io)
+/* ---- disk space ------------------------------------------------------------------
+ *
+ * HDF5 1.10 cannot abandon a parallel file cleanly: when a write fails on
+ * one rank inside H5Fclose's metadata flush (rank 0 writes it), the ranks
+ * leave the flush at different places and wait for each other forever.
+ * So no write may fail for want of space once HDF5 holds the file:
+ *  1. before HDF5 touches the disk, rank 0 reserves the data and a
+ *     generous bound on the metadata in a separate reserve file;
+ *  2. once every object exists (the file's final size is then known),
+ *     rank 0 shrinks the reserve to the metadata bound and allocates the
+ *     whole file, then deletes the reserve;
+ *  3. only if the ranks agree that the file is allocated do they write
+ *     data.  If not, the file holds nothing but metadata, which the freed
+ *     reserve has room for, so the collective close still completes.
+ * A full disk, a quota or a vanished directory thus fails in step 1 or 2
+ * on rank 0, and every rank learns it through coll_agree. */
+
+static int64_t metadata_bound(const struct contents *c)
+{
+    return ((int64_t)1 << 20) + 4 * (int64_t)strlen(c->settings) + (int64_t)c->n * 65536;
+}
+
+static int64_t data_bytes(const struct desc *ds, int n)
+{
+    int64_t b = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t e = 1;
+        for (int k = 0; k < ds[i].file.ndim; k++) e *= ds[i].file.d[k];
+        b += e * (int64_t)dtype_size(ds[i].dtype);
+    }
+    return b;
+}
+
+/* Rank 0, step 2: the reserve gives way to the file itself. */
+static int allocate_file(hid_t f, const char *path, const char *reserve, int64_t meta)
+{
+    int rc = 0;
+    hsize_t size = 0;
+    CAIRN_CHECK_H5(H5Fget_filesize(f, &size));
+    CAIRN_CHECK_ERRNO(truncate(reserve, (off_t)meta) == 0, CAIRN_EIO, "cannot shrink %s", reserve);
+    CAIRN_CHECK(fsx_allocate(path, (int64_t)size));
+cleanup:
+    unlink(reserve);
+    return rc;
+}
+
+static int write_all(struct runtime *rt, hid_t f, const char *path, const struct contents *c,
+                     struct desc *ds, int n, struct ckpt_io *io)
 {
     int rc = 0, data_rc = 0;
+    char reserve[4200], dir[4200];
+    bool root = rt->layout->rank == 0;
     hid_t *dsets = malloc((size_t)(n + 1) * sizeof *dsets), dxpl = H5I_INVALID_HID;
+    snprintf(reserve, sizeof reserve, "%s.reserve", path);
+    snprintf(dir, sizeof dir, "%s", path);
+    if (strrchr(dir, '/')) *strrchr(dir, '/') = '\0';
     CAIRN_CHECK_ALLOC(dsets);
     for (int i = 0; i < n; i++) dsets[i] = H5I_INVALID_HID;
-    CAIRN_CHECK(write_root_attrs(rt, f, m, settings));
+    CAIRN_CHECK(write_root_attrs(rt, f, c));
     CAIRN_CHECK(create_datasets(rt->plan, f, ds, n, dsets));
+    fault_point(&rt->fault, rt->layout->rank, "allocate", c->meta.epoch, dir);
+    CAIRN_CHECK(coll_agree(rt->layout->world, root ? allocate_file(f, path, reserve, metadata_bound(c)) : 0));
     dxpl = H5Pcreate(H5P_DATASET_XFER);
     CAIRN_CHECK_H5(dxpl);
     CAIRN_CHECK_H5(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE));
@@ -487,19 +956,31 @@ static int write_all(struct runtime *rt, hid_t f, struct desc *ds, int n, const 
      * call, do the low-level writes individually (15-25% faster here). */
     CAIRN_CHECK_H5(H5Pset_dxpl_mpio_collective_opt(dxpl, H5FD_MPIO_INDIVIDUAL_IO));
     for (int i = 0; i < n; i++) {
-        if (i == n / 2 && i > 0) fault_point(&rt->fault, rt->layout->rank, "write", m->epoch);
+        if (i == n / 2) fault_point(&rt->fault, rt->layout->rank, "write", c->meta.epoch, dir);
         int r = write_part(rt, dsets[i], dxpl, &ds[i]);
         if (r && !data_rc) data_rc = r; /* keep making the collective calls */
         if (ds[i].mine) io->bytes += (uint64_t)(ds[i].rows * row_elems(&ds[i].file)) * dtype_size(ds[i].dtype);
     }
-    if (n == 1) fault_point(&rt->fault, rt->layout->rank, "write", m->epoch);
-    CAIRN_CHECK(write_checksums(rt->layout->world, ds, n, dsets));
+    CAIRN_CHECK(write_checksums(rt->layout->world, c, ds, n, dsets));
     rc = data_rc;
 cleanup:
     if (dxpl >= 0) H5Pclose(dxpl);
     for (int i = 0; dsets && i < n; i++)
         if (dsets[i] >= 0) H5Dclose(dsets[i]);
     free(dsets);
+    return rc;
+}
+
+/* Rank 0, step 1. */
+static int reserve_space(const char *path, int64_t bytes)
+{
+    char reserve[4200];
+    snprintf(reserve, sizeof reserve, "%s.reserve", path);
+    int rc = fsx_allocate(reserve, bytes);
+    if (rc) {
+        unlink(reserve);
+        cairn_err_wrap(rc, "no room for a checkpoint of %lld bytes: ", (long long)bytes);
+    }
     return rc;
 }
 
@@ -511,12 +992,17 @@ int ckpt_file_write(struct runtime *rt, const char *path, const struct ckpt_meta
     hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID;
     struct desc *ds = calloc((size_t)n + 1, sizeof *ds);
     struct strbuf settings = {0};
+    struct contents c = {0};
+    bool root = rt->layout->rank == 0;
     *io = (struct ckpt_io){0};
     h5_quiet();
     rc = ds ? ckpt_settings(rt->plan, &settings)
             : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    if (rc == 0) rc = our_contents(rt, strbuf_str(&settings), m, &c);
     CAIRN_CHECK(coll_agree(rt->layout->world, rc));
     CAIRN_CHECK(describe(rt, ds));
+    int64_t need = data_bytes(ds, n) + metadata_bound(&c);
+    CAIRN_CHECK(coll_agree(rt->layout->world, root ? reserve_space(path, need) : 0));
     fapl = mpio_fapl(rt->layout->world);
     CAIRN_CHECK_H5(fapl);
     f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
@@ -525,70 +1011,55 @@ int ckpt_file_write(struct runtime *rt, const char *path, const struct ckpt_meta
         cairn_err_wrap(rc, "cannot create %s: ", path);
         goto cleanup;
     }
-    rc = write_all(rt, f, ds, n, m, strbuf_str(&settings), io);
+    rc = write_all(rt, f, path, &c, ds, n, io);
 cleanup:
+    rc = coll_agree(rt->layout->world, rc); /* every rank closes, or none hangs in it */
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
     if (fapl >= 0) H5Pclose(fapl);
+    if (root) {
+        char reserve[4200];
+        snprintf(reserve, sizeof reserve, "%s.reserve", path);
+        unlink(reserve);
+    }
     free(ds);
     strbuf_free(&settings);
+    contents_free(&c);
     io->seconds = wall() - t0;
     return coll_agree(rt->layout->world, rc);
 }
 
 /* ---- reading ------------------------------------------------------------------ */
 
-static int check_settings(hid_t f, const char *path, const char *ours)
+static int check_settings(const struct contents *c, const char *path, const char *ours)
 {
     int rc = 0;
-    char *theirs = NULL;
-    int64_t fmt = 0;
     struct strbuf why = {0};
-    CAIRN_CHECK(attr_get(f, "format_version", H5T_NATIVE_INT64, &fmt));
-    if (fmt > CAIRN_CKPT_FORMAT)
-        CAIRN_FAIL(CAIRN_EINPUT, "%s has checkpoint format %lld; this cairn reads format %d",
-                   path, (long long)fmt, CAIRN_CKPT_FORMAT);
-    CAIRN_CHECK(attr_get_str(f, "settings", &theirs));
-    if (strcmp(theirs, ours) != 0) {
-        explain_settings(theirs, ours, &why);
+    if (strcmp(c->settings, ours) != 0) {
+        explain_settings(c->settings, ours, &why);
         CAIRN_FAIL(CAIRN_EINPUT, "%s was written for other settings: %s", path, strbuf_str(&why));
     }
 cleanup:
-    free(theirs);
     strbuf_free(&why);
     return rc;
 }
 
-/* What the file holds of blob d, and my part of it under the current layout. */
-static int plan_read(struct runtime *rt, hid_t dset, struct desc *d, int64_t saved_ranks)
+/* My part of blob d under the current layout, from its checked entry. */
+static int plan_read(struct runtime *rt, const struct entry *e, struct desc *d)
 {
-    int rc = 0;
-    const struct plan *p = rt->plan;
     const struct layout *l = rt->layout;
-    const struct group *g = &p->groups[d->group];
-    hid_t space = H5Dget_space(dset), type = H5Dget_type(dset);
-    char *dist = NULL;
-    CAIRN_CHECK_H5(space);
-    CAIRN_CHECK_H5(type);
-    CAIRN_CHECK(attr_get_str(dset, "dist", &dist));
-    if (strcmp(dist, dist_name(d->dist)) != 0)
-        CAIRN_FAIL(CAIRN_ECORRUPT, "it is stored %s, not %s", dist, dist_name(d->dist));
-    d->dtype = h5_dtype(type);
-    if (d->dtype != g->blobs[d->blob].type.dtype)
-        CAIRN_FAIL(CAIRN_ECORRUPT, "its element type is not %s", dtype_name(g->blobs[d->blob].type.dtype));
-    int nd = H5Sget_simple_extent_ndims(space);
-    hsize_t dims[CAIRN_MAX_DIMS + 1];
-    if (nd < 0 || nd > CAIRN_MAX_DIMS + 1) CAIRN_FAIL(CAIRN_ECORRUPT, "it has a bad shape");
-    H5Sget_simple_extent_dims(space, dims, NULL);
-    d->file.ndim = nd;
-    for (int i = 0; i < nd; i++) d->file.d[i] = (int64_t)dims[i];
-    if (d->dist == DIST_LOCAL && saved_ranks != g->nranks)
-        CAIRN_FAIL(CAIRN_EINPUT,
-                   "it is per-rank state of %lld ranks and group %s now has %d; per-rank state "
-                   "is never redistributed: resume with %lld ranks in group %s",
-                   (long long)saved_ranks, g->name, g->nranks, (long long)saved_ranks, g->name);
+    const struct group *g = &rt->plan->groups[d->group];
+    d->dtype = e->dtype;
+    d->file = e->file;
+    if (d->dist == DIST_LOCAL && e->ranks != g->nranks)
+        return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
+                             "/groups/%s/%s: it is per-rank state of %lld ranks and group %s now "
+                             "has %d; per-rank state is never redistributed: resume with %lld "
+                             "ranks in group %s",
+                             e->group, e->blob, (long long)e->ranks, g->name, g->nranks,
+                             (long long)e->ranks, g->name);
     d->mine = l->gid == d->group;
     d->row0 = 0;
-    d->rows = nd ? d->file.d[0] : 1;
+    d->rows = d->file.ndim ? d->file.d[0] : 1;
     if (d->mine && d->dist == DIST_SHARDED) {
         int64_t hi;
         block_range(d->file.d[0], l->gsize, l->grank, &d->row0, &hi);
@@ -597,29 +1068,29 @@ static int plan_read(struct runtime *rt, hid_t dset, struct desc *d, int64_t sav
         d->row0 = l->grank;
         d->rows = 1;
     }
-cleanup:
-    free(dist);
-    if (space >= 0) H5Sclose(space);
-    if (type >= 0) H5Tclose(type);
-    return rc;
+    return 0;
 }
 
 /* My part of blob d into its workspace blob (independent transfer: a
  * damaged file fails here, on its own, without stalling other ranks). */
-static int read_part(struct runtime *rt, hid_t dset, struct desc *d)
+static int read_part(struct runtime *rt, hid_t f, const struct entry *e, struct desc *d)
 {
     int rc = 0;
-    hid_t fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
+    char path[300];
+    hid_t dset = H5I_INVALID_HID, fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
     if (!d->mine) return 0;
     struct blob *b = &rt->ws->v[d->blob];
     struct shape s = d->file;
-    if (d->dist == DIST_LOCAL) { /* drop the ranks dimension */
+    if (d->dist == DIST_LOCAL) { /* drop the ranks dimension (checked: there is one) */
         s.ndim--;
         memmove(s.d, s.d + 1, sizeof(int64_t) * (size_t)s.ndim);
     } else if (s.ndim) {
         s.d[0] = d->rows;
     }
     CAIRN_CHECK(tensor_resize(&b->t, d->dtype, &s));
+    snprintf(path, sizeof path, "/groups/%s/%s", e->group, e->blob);
+    dset = H5Dopen2(f, path, H5P_DEFAULT);
+    CAIRN_CHECK_H5(dset);
     fspace = H5Dget_space(dset);
     CAIRN_CHECK_H5(fspace);
     CAIRN_CHECK(select_part(fspace, d, &mspace));
@@ -630,67 +1101,28 @@ static int read_part(struct runtime *rt, hid_t dset, struct desc *d)
         d->partial = checksum_part(b->t.data, dtype_size(d->dtype), n, d->row0 * row_elems(&d->file));
     b->defined = true;
 cleanup:
+    if (rc == CAIRN_EHDF5) rc = CAIRN_ECORRUPT;
+    if (rc) cairn_err_wrap(rc, "%s: ", path);
     if (mspace >= 0) H5Sclose(mspace);
     if (fspace >= 0) H5Sclose(fspace);
-    return rc;
-}
-
-static int read_blob(struct runtime *rt, hid_t f, struct desc *d, uint64_t *stored, struct ckpt_io *io)
-{
-    int rc = 0;
-    char path[512];
-    int64_t ranks = 0;
-    hid_t dset = H5I_INVALID_HID, g = H5I_INVALID_HID;
-    const struct group *gr = &rt->plan->groups[d->group];
-    snprintf(path, sizeof path, "/groups/%s", gr->name);
-    g = H5Gopen2(f, path, H5P_DEFAULT);
-    if (g < 0) CAIRN_FAIL(CAIRN_ECORRUPT, "group %s is missing", path);
-    CAIRN_CHECK(attr_get_i64(g, "ranks", &ranks));
-    dset = H5Dopen2(g, gr->blobs[d->blob].name, H5P_DEFAULT);
-    if (dset < 0) CAIRN_FAIL(CAIRN_ECORRUPT, "dataset is missing");
-    CAIRN_CHECK(attr_get(dset, "checksum", H5T_NATIVE_UINT64, stored));
-    CAIRN_CHECK(plan_read(rt, dset, d, ranks));
-    CAIRN_CHECK(read_part(rt, dset, d));
-    if (d->mine) io->bytes += (uint64_t)(d->rows * row_elems(&d->file)) * dtype_size(d->dtype);
-cleanup:
-    if (rc == CAIRN_EHDF5) rc = CAIRN_ECORRUPT; /* HDF5 cannot read it: it is damaged */
-    if (rc) {
-        dataset_path(rt->plan, d, path, sizeof path);
-        cairn_err_wrap(rc, "%s: ", path);
-    }
     if (dset >= 0) H5Dclose(dset);
-    if (g >= 0) H5Gclose(g);
     return rc;
 }
 
-static int verify_sums(struct runtime *rt, struct desc *ds, const uint64_t *stored, int n)
+static int verify_sums(struct runtime *rt, const struct contents *c, struct desc *ds, int n)
 {
     int rc = 0;
     uint64_t *sums = calloc((size_t)n + 1, sizeof *sums);
     CAIRN_CHECK_ALLOC(sums);
     for (int i = 0; i < n; i++) sums[i] = ds[i].partial;
     CAIRN_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, sums, n, MPI_UINT64_T, MPI_SUM, rt->layout->world));
-    for (int i = 0; i < n; i++) {
-        if (sums[i] == stored[i]) continue;
-        char path[512];
-        dataset_path(rt->plan, &ds[i], path, sizeof path);
-        CAIRN_FAIL(CAIRN_ECORRUPT, "%s: checksum mismatch (stored %016llx, data %016llx)", path,
-                   (unsigned long long)stored[i], (unsigned long long)sums[i]);
-    }
+    for (int i = 0; i < n; i++)
+        if (sums[i] != c->v[i].stored)
+            CAIRN_FAIL(CAIRN_ECORRUPT, "/groups/%s/%s: checksum mismatch (stored %016llx, data %016llx)",
+                       c->v[i].group, c->v[i].blob, (unsigned long long)c->v[i].stored,
+                       (unsigned long long)sums[i]);
 cleanup:
     free(sums);
-    return rc;
-}
-
-static int read_meta(hid_t f, struct ckpt_meta *m)
-{
-    int rc = 0;
-    int64_t done = 0;
-    CAIRN_CHECK(attr_get_i64(f, "epoch", &m->epoch));
-    CAIRN_CHECK(attr_get_i64(f, "step", &m->step));
-    CAIRN_CHECK(attr_get_i64(f, "done", &done));
-    m->done = done != 0;
-cleanup:
     return rc;
 }
 
@@ -700,145 +1132,99 @@ int ckpt_file_read(struct runtime *rt, const char *path, struct ckpt_meta *m, st
     double t0 = wall();
     hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID;
     struct desc *ds = calloc((size_t)n + 1, sizeof *ds);
-    uint64_t *stored = calloc((size_t)n + 1, sizeof *stored);
     struct strbuf ours = {0};
+    struct contents c = {0};
     *io = (struct ckpt_io){0};
     h5_quiet();
     CAIRN_CHECK_ALLOC(ds);
-    CAIRN_CHECK_ALLOC(stored);
     CAIRN_CHECK(ckpt_settings(rt->plan, &ours));
     fapl = mpio_fapl(rt->layout->world);
     CAIRN_CHECK_H5(fapl);
-    f = H5Fopen(path, H5F_ACC_RDONLY, fapl);
-    if (f < 0) {
-        cairn_err_h5(__FILE__, __LINE__, "H5Fopen");
-        CAIRN_FAIL(CAIRN_ECORRUPT, "cannot open %s as HDF5: %s", path, cairn_errmsg());
-    }
-    CAIRN_CHECK(check_settings(f, path, strbuf_str(&ours)));
-    CAIRN_CHECK(read_meta(f, m));
+    CAIRN_CHECK(open_checked(path, fapl, &f, &c));
+    CAIRN_CHECK(check_settings(&c, path, strbuf_str(&ours)));
+    if (c.n != n) CAIRN_FAIL(CAIRN_ERUNTIME, "%s: %d blobs, the plan has %d", path, c.n, n);
+    *m = c.meta;
     for (int g = 0, k = 0; g < rt->plan->n_groups; g++)
         for (int b = 0; b < rt->plan->groups[g].n_blobs; b++)
             if (rt->plan->groups[g].blobs[b].persistent)
                 ds[k++] = (struct desc){.group = g, .blob = b,
                                         .dist = rt->plan->groups[g].blobs[b].type.dist};
-    for (int i = 0; i < n && data_rc == 0; i++) data_rc = read_blob(rt, f, &ds[i], &stored[i], io);
+    for (int i = 0; i < n && data_rc == 0; i++) {
+        data_rc = plan_read(rt, &c.v[i], &ds[i]);
+        if (data_rc == 0) data_rc = read_part(rt, f, &c.v[i], &ds[i]);
+        if (data_rc == 0 && ds[i].mine)
+            io->bytes += (uint64_t)(ds[i].rows * row_elems(&ds[i].file)) * dtype_size(ds[i].dtype);
+    }
     rc = coll_agree(rt->layout->world, data_rc);
-    if (rc == 0) rc = verify_sums(rt, ds, stored, n);
+    if (rc == 0) rc = verify_sums(rt, &c, ds, n);
 cleanup:
     if (f >= 0) H5Fclose(f);
     if (fapl >= 0) H5Pclose(fapl);
     if (rc == CAIRN_EHDF5) rc = CAIRN_ECORRUPT; /* attributes HDF5 cannot read */
     free(ds);
-    free(stored);
     strbuf_free(&ours);
+    contents_free(&c);
     io->seconds = wall() - t0;
     return coll_agree(rt->layout->world, rc);
 }
 
 /* ---- serial tools ----------------------------------------------------------- */
 
-/* Checksum a whole dataset, a slab of rows at a time. */
-static int dataset_sum(hid_t dset, uint64_t *sum, enum dtype *dt, struct shape *shape)
+/* Checksum a whole checked dataset, a slab of rows at a time. */
+static int dataset_sum(hid_t f, const struct entry *e, uint64_t *sum)
 {
     int rc = 0;
-    hid_t space = H5Dget_space(dset), type = H5Dget_type(dset), ms = H5I_INVALID_HID;
+    char path[300];
+    hid_t dset = H5I_INVALID_HID, space = H5I_INVALID_HID, ms = H5I_INVALID_HID;
     struct tensor buf = {0};
+    enum dtype dt = e->dtype;
+    snprintf(path, sizeof path, "/groups/%s/%s", e->group, e->blob);
+    dset = H5Dopen2(f, path, H5P_DEFAULT);
+    CAIRN_CHECK_H5(dset);
+    space = H5Dget_space(dset);
     CAIRN_CHECK_H5(space);
-    CAIRN_CHECK_H5(type);
-    *dt = h5_dtype(type);
-    if (*dt == DT_NONE) CAIRN_FAIL(CAIRN_ECORRUPT, "not a numeric dataset");
-    hsize_t dims[CAIRN_MAX_DIMS + 1];
-    int nd = H5Sget_simple_extent_ndims(space);
-    if (nd < 0 || nd > CAIRN_MAX_DIMS + 1) CAIRN_FAIL(CAIRN_ECORRUPT, "bad dataspace");
-    H5Sget_simple_extent_dims(space, dims, NULL);
-    struct desc d = {.dtype = *dt, .mine = 1, .file = {.ndim = nd}};
-    for (int i = 0; i < nd; i++) d.file.d[i] = (int64_t)dims[i];
-    *shape = d.file;
+    struct desc d = {.dtype = dt, .mine = 1, .file = e->file};
     *sum = 0;
-    int64_t total = nd ? d.file.d[0] : 1, per = row_elems(&d.file);
-    int64_t slab = per ? (64 << 20) / (per * (int64_t)dtype_size(*dt)) + 1 : total;
-    for (d.row0 = 0; d.row0 < total || (total == 0 && d.row0 == 0); d.row0 += slab) {
+    int64_t total = d.file.ndim ? d.file.d[0] : 1, per = row_elems(&d.file);
+    int64_t slab = per ? (64 << 20) / (per * (int64_t)dtype_size(dt)) + 1 : total;
+    for (d.row0 = 0; d.row0 < total; d.row0 += slab) {
         d.rows = total - d.row0 < slab ? total - d.row0 : slab;
         struct shape bs = {.ndim = 1, .d = {d.rows * per}};
-        CAIRN_CHECK(tensor_resize(&buf, *dt, &bs));
+        CAIRN_CHECK(tensor_resize(&buf, dt, &bs));
         CAIRN_CHECK(select_part(space, &d, &ms));
-        CAIRN_CHECK_H5(H5Dread(dset, h5_native(*dt), ms, space, H5P_DEFAULT, buf.data));
-        *sum += checksum_part(buf.data, dtype_size(*dt), d.rows * per, d.row0 * per);
+        CAIRN_CHECK_H5(H5Dread(dset, h5_native(dt), ms, space, H5P_DEFAULT, buf.data));
+        *sum += checksum_part(buf.data, dtype_size(dt), d.rows * per, d.row0 * per);
         H5Sclose(ms);
         ms = H5I_INVALID_HID;
-        if (total == 0) break;
     }
 cleanup:
     if (ms >= 0) H5Sclose(ms);
     if (space >= 0) H5Sclose(space);
-    if (type >= 0) H5Tclose(type);
+    if (dset >= 0) H5Dclose(dset);
     tensor_free(&buf);
+    if (rc == CAIRN_EHDF5) rc = CAIRN_ECORRUPT;
     return rc;
 }
 
-static int verify_dataset(hid_t g, const char *gname, const char *name, FILE *out, int *bad)
+int ckpt_file_verify(const char *path, const char *settings, FILE *out)
 {
     int rc = 0;
-    hid_t dset = H5Dopen2(g, name, H5P_DEFAULT);
-    uint64_t stored = 0, sum = 0;
-    enum dtype dt;
-    struct shape sh;
-    const char *why = NULL;
-    if (dset < 0) why = "cannot open";
-    else if (attr_get(dset, "checksum", H5T_NATIVE_UINT64, &stored)) why = "no checksum";
-    else if (dataset_sum(dset, &sum, &dt, &sh)) why = "unreadable data";
-    else if (sum != stored) why = "checksum mismatch";
-    if (why) {
-        fprintf(out, "BAD\t/groups/%s/%s\t%s\n", gname, name, why);
-        if (!*bad) rc = cairn_err_set(CAIRN_ECORRUPT, __FILE__, __LINE__, "/groups/%s/%s: %s", gname, name, why);
-        (*bad)++;
-    } else {
-        fprintf(out, "ok\t/groups/%s/%s\n", gname, name);
-    }
-    if (dset >= 0) H5Dclose(dset);
-    return rc;
-}
-
-/* Names of the links in a group, by index. */
-static int link_name(hid_t g, hsize_t i, char *out, size_t size)
-{
-    ssize_t n = H5Lget_name_by_idx(g, ".", H5_INDEX_NAME, H5_ITER_INC, i, out, size, H5P_DEFAULT);
-    return n < 0 || (size_t)n >= size ? -1 : 0;
-}
-
-int ckpt_file_verify(const char *path, FILE *out)
-{
-    int rc = 0, bad = 0;
-    hid_t f = H5I_INVALID_HID, groups = H5I_INVALID_HID, g = H5I_INVALID_HID;
-    int64_t v;
+    hid_t f = H5I_INVALID_HID;
+    struct contents c = {0};
     h5_quiet();
-    f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) CAIRN_FAIL(CAIRN_ECORRUPT, "%s: not a readable HDF5 file", path);
-    if (attr_get_i64(f, "epoch", &v) || attr_get_i64(f, "step", &v))
-        CAIRN_FAIL(CAIRN_ECORRUPT, "%s: no checkpoint metadata", path);
-    groups = H5Gopen2(f, "groups", H5P_DEFAULT);
-    if (groups < 0) CAIRN_FAIL(CAIRN_ECORRUPT, "%s: no /groups", path);
-    H5G_info_t gi;
-    CAIRN_CHECK_H5(H5Gget_info(groups, &gi));
-    for (hsize_t i = 0; i < gi.nlinks; i++) {
-        char gname[256], name[256];
-        H5G_info_t bi;
-        if (link_name(groups, i, gname, sizeof gname)) CAIRN_FAIL(CAIRN_ECORRUPT, "%s: bad group name", path);
-        g = H5Gopen2(groups, gname, H5P_DEFAULT);
-        if (g < 0 || H5Gget_info(g, &bi) < 0) CAIRN_FAIL(CAIRN_ECORRUPT, "%s: cannot open /groups/%s", path, gname);
-        for (hsize_t j = 0; j < bi.nlinks; j++) {
-            if (link_name(g, j, name, sizeof name)) CAIRN_FAIL(CAIRN_ECORRUPT, "%s: bad dataset name", path);
-            int r = verify_dataset(g, gname, name, out, &bad);
-            if (r && !rc) rc = r;
-        }
-        H5Gclose(g);
-        g = H5I_INVALID_HID;
+    CAIRN_CHECK(open_checked(path, H5P_DEFAULT, &f, &c));
+    if (settings) CAIRN_CHECK(check_settings(&c, path, settings));
+    for (int i = 0; i < c.n; i++) {
+        uint64_t sum = 0;
+        const struct entry *e = &c.v[i];
+        CAIRN_CHECK(dataset_sum(f, e, &sum));
+        if (sum != e->stored)
+            CAIRN_FAIL(CAIRN_ECORRUPT, "%s: /groups/%s/%s: checksum mismatch", path, e->group, e->blob);
+        fprintf(out, "ok\t/groups/%s/%s\n", e->group, e->blob);
     }
 cleanup:
-    if (g >= 0) H5Gclose(g);
-    if (groups >= 0) H5Gclose(groups);
     if (f >= 0) H5Fclose(f);
-    if (rc == CAIRN_EHDF5) rc = CAIRN_ECORRUPT;
+    contents_free(&c);
     return rc;
 }
 
@@ -861,35 +1247,35 @@ static int copy_attrs(hid_t from, hid_t to, const char *const *names)
     return rc;
 }
 
-static int extract_one(hid_t f, hid_t out, const char *name)
+/* GROUP/BLOB of a checked checkpoint, verified, into out. */
+static int extract_one(hid_t f, const struct contents *c, hid_t out, const char *name)
 {
     int rc = 0;
-    char path[600];
-    uint64_t stored = 0, sum = 0;
-    enum dtype dt;
-    struct shape sh;
+    char group[128] = "", path[300];
+    uint64_t sum = 0;
     struct tensor t = {0};
     hid_t d = H5I_INVALID_HID, o = H5I_INVALID_HID, sp = H5I_INVALID_HID, lcpl = H5I_INVALID_HID;
-    static const char *const attrs[] = {"dist", "checksum", NULL};
+    const char *slash = strchr(name, '/');
+    if (slash && slash - name < (long)sizeof group) snprintf(group, sizeof group, "%.*s", (int)(slash - name), name);
+    const struct entry *e = slash ? contents_find(c, group, slash + 1) : NULL;
+    if (!e) CAIRN_FAIL(CAIRN_EINPUT, "no blob '%s' in the checkpoint (write GROUP/BLOB)", name);
+    CAIRN_CHECK(dataset_sum(f, e, &sum));
+    if (sum != e->stored) CAIRN_FAIL(CAIRN_ECORRUPT, "blob %s does not verify", name);
     snprintf(path, sizeof path, "/groups/%s", name);
-    if (!strchr(name, '/') || H5Lexists(f, path, H5P_DEFAULT) <= 0)
-        CAIRN_FAIL(CAIRN_EINPUT, "no blob '%s' in the checkpoint (write GROUP/BLOB)", name);
     d = H5Dopen2(f, path, H5P_DEFAULT);
-    if (d < 0) CAIRN_FAIL(CAIRN_EINPUT, "'%s' is not a blob of the checkpoint", name);
-    if (attr_get(d, "checksum", H5T_NATIVE_UINT64, &stored) || dataset_sum(d, &sum, &dt, &sh) ||
-        sum != stored)
-        CAIRN_FAIL(CAIRN_ECORRUPT, "blob %s does not verify", name);
-    CAIRN_CHECK(tensor_resize(&t, dt, &sh));
-    CAIRN_CHECK_H5(H5Dread(d, h5_native(dt), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data));
-    sp = file_space(&sh);
+    CAIRN_CHECK_H5(d);
+    CAIRN_CHECK(tensor_resize(&t, e->dtype, &e->file));
+    CAIRN_CHECK_H5(H5Dread(d, h5_native(e->dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data));
+    sp = file_space(&e->file);
     CAIRN_CHECK_H5(sp);
     lcpl = H5Pcreate(H5P_LINK_CREATE);
     CAIRN_CHECK_H5(lcpl);
     CAIRN_CHECK_H5(H5Pset_create_intermediate_group(lcpl, 1));
-    o = H5Dcreate2(out, name, h5_native(dt), sp, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+    o = H5Dcreate2(out, name, h5_native(e->dtype), sp, lcpl, H5P_DEFAULT, H5P_DEFAULT);
     CAIRN_CHECK_H5(o);
-    CAIRN_CHECK_H5(H5Dwrite(o, h5_native(dt), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data));
-    CAIRN_CHECK(copy_attrs(d, o, attrs));
+    CAIRN_CHECK_H5(H5Dwrite(o, h5_native(e->dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data));
+    CAIRN_CHECK(attr_put_str(o, "dist", dist_name(e->dist)));
+    CAIRN_CHECK(attr_put(o, "checksum", H5T_NATIVE_UINT64, &sum)); /* of the data alone */
 cleanup:
     tensor_free(&t);
     if (o >= 0) H5Dclose(o);
@@ -903,18 +1289,19 @@ int ckpt_file_extract(const char *path, const char *const *blobs, int n, const c
 {
     int rc = 0;
     hid_t f = H5I_INVALID_HID, o = H5I_INVALID_HID;
+    struct contents c = {0};
     static const char *const meta[] = {"job_name", "epoch", "step", "seed", "digest", "cairn_version", NULL};
     h5_quiet();
-    f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) CAIRN_FAIL(CAIRN_ECORRUPT, "%s: not a readable HDF5 file", path);
+    CAIRN_CHECK(open_checked(path, H5P_DEFAULT, &f, &c));
     o = H5Fcreate(out, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     if (o < 0) CAIRN_FAIL(CAIRN_EIO, "cannot create %s", out);
     CAIRN_CHECK(copy_attrs(f, o, meta));
-    for (int i = 0; i < n; i++) CAIRN_CHECK(extract_one(f, o, blobs[i]));
+    for (int i = 0; i < n; i++) CAIRN_CHECK(extract_one(f, &c, o, blobs[i]));
 cleanup:
     if (o >= 0 && H5Fclose(o) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
     if (f >= 0) H5Fclose(f);
-    if (rc) remove(out);
+    contents_free(&c);
+    if (rc && o >= 0) remove(out);
     if (rc == CAIRN_EHDF5) rc = CAIRN_ECORRUPT;
     return rc;
 }
@@ -924,39 +1311,26 @@ int ckpt_file_read_part(const char *path, const char *group, const char *blob, i
                         enum dist *dist)
 {
     int rc = 0;
-    char dpath[600], *dattr = NULL;
-    hid_t f = H5I_INVALID_HID, d = H5I_INVALID_HID, sp = H5I_INVALID_HID, ms = H5I_INVALID_HID,
-          type = H5I_INVALID_HID;
+    char dpath[300];
+    hid_t f = H5I_INVALID_HID, d = H5I_INVALID_HID, sp = H5I_INVALID_HID, ms = H5I_INVALID_HID;
+    struct contents c = {0};
     h5_lock();
     h5_quiet();
+    CAIRN_CHECK(open_checked(path, H5P_DEFAULT, &f, &c));
+    const struct entry *e = contents_find(&c, group, blob);
+    if (!e) CAIRN_FAIL(CAIRN_EINPUT, "%s has no blob %s/%s", path, group, blob);
+    if (e->dist == DIST_LOCAL)
+        CAIRN_FAIL(CAIRN_EINPUT, "blob %s/%s is %s state, which cannot be loaded by other ranks",
+                   group, blob, dist_name(e->dist));
+    *dist = e->dist;
+    *stored = e->stored;
     snprintf(dpath, sizeof dpath, "/groups/%s/%s", group, blob);
-    f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
-    if (f < 0) CAIRN_FAIL(CAIRN_ECORRUPT, "%s: not a readable HDF5 file", path);
-    if (H5Lexists(f, "/groups", H5P_DEFAULT) <= 0 || H5Lexists(f, dpath, H5P_DEFAULT) <= 0)
-        CAIRN_FAIL(CAIRN_EINPUT, "%s has no blob %s/%s", path, group, blob);
     d = H5Dopen2(f, dpath, H5P_DEFAULT);
     CAIRN_CHECK_H5(d);
-    CAIRN_CHECK(attr_get_str(d, "dist", &dattr));
-    if (strcmp(dattr, dist_name(DIST_REPLICATED)) && strcmp(dattr, dist_name(DIST_SHARDED)))
-        CAIRN_FAIL(CAIRN_EINPUT, "blob %s/%s is %s state, which cannot be loaded by other ranks",
-                   group, blob, dattr);
-    bool sharded = strcmp(dattr, dist_name(DIST_SHARDED)) == 0;
-    *dist = sharded ? DIST_SHARDED : DIST_REPLICATED;
-    CAIRN_CHECK(attr_get(d, "checksum", H5T_NATIVE_UINT64, stored));
     sp = H5Dget_space(d);
-    type = H5Dget_type(d);
     CAIRN_CHECK_H5(sp);
-    CAIRN_CHECK_H5(type);
-    struct desc ds = {.dtype = h5_dtype(type), .mine = 1};
-    hsize_t dims[CAIRN_MAX_DIMS + 1];
-    ds.file.ndim = H5Sget_simple_extent_ndims(sp);
-    if (ds.file.ndim < 0 || ds.file.ndim > CAIRN_MAX_DIMS || ds.dtype == DT_NONE)
-        CAIRN_FAIL(CAIRN_ECORRUPT, "%s: bad dataset %s", path, dpath);
-    H5Sget_simple_extent_dims(sp, dims, NULL);
-    for (int i = 0; i < ds.file.ndim; i++) ds.file.d[i] = (int64_t)dims[i];
-    ds.row0 = 0;
-    ds.rows = ds.file.ndim ? ds.file.d[0] : 1;
-    if (sharded) {
+    struct desc ds = {.dtype = e->dtype, .mine = 1, .file = e->file, .rows = e->file.ndim ? e->file.d[0] : 1};
+    if (e->dist == DIST_SHARDED) {
         int64_t hi;
         block_range(ds.file.d[0], size, rank, &ds.row0, &hi);
         ds.rows = hi - ds.row0;
@@ -969,12 +1343,11 @@ int ckpt_file_read_part(const char *path, const char *group, const char *blob, i
     *partial = checksum_part(t->data, dtype_size(ds.dtype), ds.rows * row_elems(&ds.file),
                              ds.row0 * row_elems(&ds.file));
 cleanup:
-    free(dattr);
     if (ms >= 0) H5Sclose(ms);
     if (sp >= 0) H5Sclose(sp);
-    if (type >= 0) H5Tclose(type);
     if (d >= 0) H5Dclose(d);
     if (f >= 0) H5Fclose(f);
+    contents_free(&c);
     h5_unlock();
     if (rc == CAIRN_EHDF5) rc = CAIRN_ECORRUPT;
     return rc;

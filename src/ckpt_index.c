@@ -47,28 +47,67 @@ static int parse_line(char *line, struct ckpt_entry *e)
     return 0;
 }
 
+/* Entries in file order, for sorting: a later line about the same
+ * checkpoint wins, as with one put after another. */
+struct seq_entry {
+    struct ckpt_entry e;
+    int line;
+};
+
+static int by_position(const void *a, const void *b)
+{
+    const struct seq_entry *x = a, *y = b;
+    if (x->e.epoch != y->e.epoch) return x->e.epoch < y->e.epoch ? -1 : 1;
+    if (x->e.step != y->e.step) return x->e.step < y->e.step ? -1 : 1;
+    return (x->line > y->line) - (x->line < y->line);
+}
+
+/* Sort by position and keep the last line of each: n log n, where a put
+ * per line would be quadratic in a long index. */
+static int collect(struct seq_entry *v, int n, struct ckpt_index *idx)
+{
+    qsort(v, (size_t)n, sizeof *v, by_position);
+    idx->v = calloc((size_t)n + 1, sizeof *idx->v);
+    if (!idx->v) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    for (int i = 0; i < n; i++) {
+        bool same = i + 1 < n && v[i + 1].e.epoch == v[i].e.epoch && v[i + 1].e.step == v[i].e.step;
+        if (!same) idx->v[idx->n++] = v[i].e;
+    }
+    return 0;
+}
+
 int ckpt_index_read(const char *dir, struct ckpt_index *idx)
 {
-    int rc = 0;
+    int rc = 0, n = 0, cap = 0;
     char path[4200];
     char *text = NULL;
     size_t len = 0;
+    struct seq_entry *v = NULL;
     *idx = (struct ckpt_index){0};
     CAIRN_CHECK(fsx_join(path, sizeof path, dir, "index"));
     if (access(path, F_OK) != 0) return 0;
+    if (!fsx_is_regular(path)) CAIRN_FAIL(CAIRN_EINPUT, "%s is not a regular file", path);
     CAIRN_CHECK(fsx_read_all(path, &text, &len));
     int lineno = 0;
     for (char *save = NULL, *line = strtok_r(text, "\n", &save); line;
          line = strtok_r(NULL, "\n", &save)) {
         lineno++;
         if (line[0] == '#' || line[0] == '\0') continue;
-        struct ckpt_entry e = {0};
-        if (parse_line(line, &e))
+        if (n == cap) {
+            cap = cap ? 2 * cap : 64;
+            struct seq_entry *w = realloc(v, (size_t)cap * sizeof *v);
+            CAIRN_CHECK_ALLOC(w);
+            v = w;
+        }
+        v[n] = (struct seq_entry){.line = lineno};
+        if (parse_line(line, &v[n].e))
             CAIRN_FAIL(CAIRN_EINPUT, "%s:%d: malformed checkpoint index line", path, lineno);
-        CAIRN_CHECK(ckpt_index_put(idx, &e));
+        n++;
     }
+    CAIRN_CHECK(collect(v, n, idx));
 cleanup:
     free(text);
+    free(v);
     if (rc) ckpt_index_free(idx);
     return rc;
 }
@@ -92,6 +131,7 @@ int ckpt_index_write_tmp(const char *dir, const struct ckpt_index *idx)
               fsync(fileno(f)) == 0;
     int saved = errno;
     ok = fclose(f) == 0 && ok;
+    if (!ok) unlink(path); /* a full disk must not leave it behind */
     errno = saved;
     CAIRN_CHECK_ERRNO(ok, CAIRN_EIO, "cannot write %s", path);
 cleanup:

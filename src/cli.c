@@ -403,7 +403,7 @@ static int ckpt_ls(const char *dir)
 
 static int ckpt_verify(const char *file)
 {
-    int rc = ckpt_file_verify(file, stdout);
+    int rc = ckpt_file_verify(file, NULL, stdout);
     if (rc) {
         printf("%s: damaged: %s\n", file, cairn_errmsg());
         return 1;

@@ -4,14 +4,18 @@
 #include "cairn/error.h"
 #include "cairn/preempt.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int fault_parse(const char *spec, struct fault *f)
 {
-    static const char *const kinds[] = {[FAULT_OP] = "op", [FAULT_KILL] = "kill", [FAULT_SIGNAL] = "signal"};
+    static const char *const kinds[] = {[FAULT_OP] = "op", [FAULT_KILL] = "kill",
+                                        [FAULT_SIGNAL] = "signal", [FAULT_CLOCK] = "clock",
+                                        [FAULT_FILL] = "fill"};
     *f = (struct fault){.epoch = -1};
     if (!spec || !*spec) return 0;
     char kind[16] = "", what[64] = "";
@@ -20,10 +24,14 @@ int fault_parse(const char *spec, struct fault *f)
     int n = sscanf(spec, "%15[^:]:%63[^:]:%d:%lld", kind, what, &rank, &epoch);
     for (int i = 0; i < (int)(sizeof kinds / sizeof kinds[0]); i++)
         if (strcmp(kind, kinds[i]) == 0) k = i;
-    if (n < 3 || rank < 0 || k < 0 || (k == FAULT_SIGNAL && !preempt_signal_number(what)))
+    char *end = what;
+    if (k == FAULT_CLOCK) strtod(what, &end);
+    if (n < 3 || rank < 0 || k < 0 || (k == FAULT_SIGNAL && !preempt_signal_number(what)) ||
+        (k == FAULT_CLOCK && (end == what || *end)))
         return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
                              "CAIRN_FAULT='%s' is not op:NAME:RANK[:EPOCH], "
-                             "kill:POINT:RANK[:EPOCH] or signal:SIGNAL:RANK[:EPOCH]",
+                             "kill:POINT:RANK[:EPOCH], signal:SIGNAL:RANK[:EPOCH], "
+                             "clock:SECONDS:RANK[:EPOCH] or fill:POINT:RANK[:EPOCH]",
                              spec);
     f->set = true;
     f->kind = (enum fault_kind)k;
@@ -43,13 +51,38 @@ bool fault_op(const struct fault *f, int rank, const char *name, int64_t epoch)
     return matches(f, FAULT_OP, rank, epoch) && strcmp(f->what, name) == 0;
 }
 
-void fault_point(const struct fault *f, int rank, const char *point, int64_t epoch)
+/* Write zeros to dir/fill.ballast until the file system says it is full. */
+static void fill(const char *dir)
+{
+    static const char zeros[65536];
+    char path[4200];
+    snprintf(path, sizeof path, "%s/fill.ballast", dir);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    for (size_t chunk = sizeof zeros; chunk > 0;)
+        if (write(fd, zeros, chunk) < 0) chunk /= 2; /* down to the last free byte */
+    fsync(fd);
+    close(fd);
+}
+
+void fault_point(const struct fault *f, int rank, const char *point, int64_t epoch,
+                 const char *dir)
 {
     if (matches(f, FAULT_KILL, rank, epoch) && strcmp(f->what, point) == 0) {
         fprintf(stderr, "cairn: rank %d: CAIRN_FAULT kills this rank at %s\n", rank, point);
         fflush(stderr);
         raise(SIGKILL);
     }
+    if (dir && matches(f, FAULT_FILL, rank, epoch) && strcmp(f->what, point) == 0) {
+        fprintf(stderr, "cairn: rank %d: CAIRN_FAULT fills the file system of %s at %s\n", rank,
+                dir, point);
+        fill(dir);
+    }
+}
+
+double fault_clock(const struct fault *f, int rank, int64_t epoch, int64_t step)
+{
+    return step == 1 && matches(f, FAULT_CLOCK, rank, epoch) ? strtod(f->what, NULL) : 0;
 }
 
 void fault_signal(const struct fault *f, int rank, int64_t epoch, int64_t step)

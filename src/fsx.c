@@ -163,3 +163,23 @@ int64_t fsx_file_size(const char *path)
     struct stat st;
     return stat(path, &st) ? -1 : (int64_t)st.st_size;
 }
+
+int fsx_is_regular(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int fsx_allocate(const char *path, int64_t bytes)
+{
+    int rc = 0, fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    CAIRN_CHECK_ERRNO(fd >= 0, CAIRN_EIO, "cannot create %s", path);
+    int e = bytes > 0 ? posix_fallocate(fd, 0, (off_t)bytes) : 0;
+    if (e) {
+        errno = e; /* posix_fallocate returns the error instead of setting errno */
+        CAIRN_CHECK_ERRNO(0, CAIRN_EIO, "cannot reserve %lld bytes for %s", (long long)bytes, path);
+    }
+cleanup:
+    if (fd >= 0) close(fd);
+    return rc;
+}

@@ -245,7 +245,8 @@ static int must_stop(struct runtime *rt, int *why)
     int rc = 0, v[2] = {preempt_signal(), 0};
     *why = 0;
     if (!ckpt_enabled(rt->ckpt)) return 0; /* nothing to save; see setup() */
-    if (rt->end_time > 0 && rt->end_time - (double)time(NULL) < time_margin(rt)) v[1] = 1;
+    double t = (double)time(NULL) + fault_clock(&rt->fault, rt->layout->rank, rt->epoch, rt->step);
+    if (rt->end_time > 0 && rt->end_time - t < time_margin(rt)) v[1] = 1;
     CAIRN_CHECK(coll_allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MAX, rt->layout->world));
     *why = v[0] ? v[0] : v[1] ? -1 : 0;
 cleanup:

@@ -20,7 +20,9 @@
  * element has index `first` in the whole dataset. */
 uint64_t checksum_part(const void *data, size_t elem_size, int64_t n, int64_t first);
 
-/* FNV-1a of a string, as 16 hex digits in out (17 bytes). */
+/* FNV-1a of a string. */
+uint64_t checksum_string(const char *s);
+/* The same as 16 hex digits in out (17 bytes). */
 void checksum_text(const char *s, char out[17]);
 
 #endif

@@ -26,7 +26,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define CAIRN_CKPT_FORMAT 1
+#define CAIRN_CKPT_FORMAT 2
 
 struct runtime;
 struct plan;
@@ -61,9 +61,13 @@ int ckpt_file_write(struct runtime *rt, const char *path, const struct ckpt_meta
  * on these ranks (the message says why), CAIRN_ECORRUPT if it is damaged. */
 int ckpt_file_read(struct runtime *rt, const char *path, struct ckpt_meta *m, struct ckpt_io *io);
 
-/* Serial: check every dataset's checksum, one line per dataset to out.
- * Returns 0, or CAIRN_ECORRUPT naming the first bad dataset. */
-int ckpt_file_verify(const char *path, FILE *out);
+/* Serial: the loader's own validation of path (every attribute, the
+ * metadata checksum, every dataset's type, shape and checksum), one line
+ * per verified dataset to out.  With settings (ckpt_settings of a job),
+ * also that the checkpoint is of that job's settings.  Returns 0,
+ * CAIRN_ECORRUPT naming what is damaged, or CAIRN_EINPUT (another format,
+ * or other settings). */
+int ckpt_file_verify(const char *path, const char *settings, FILE *out);
 
 /* Serial: copy blobs ("group/blob") of a checkpoint, verified, into a new
  * file out (datasets /group/blob with their attributes). */

@@ -6,14 +6,20 @@
  *                  (checkpoint commit points, see ckpt.c)
  * signal:SIG:R[:E] world rank R sends itself SIG (USR1, TERM, ...) after
  *                  the first step of an epoch (epoch E), as a
- *                  preemption would */
+ *                  preemption would
+ * clock:S:R[:E]    after the first step of an epoch (epoch E), world rank
+ *                  R's clock, as the time-limit check reads it, runs S
+ *                  seconds ahead: a time limit that comes at a known step,
+ *                  whatever the machine's speed
+ * fill:POINT:R[:E] world rank R fills the checkpoint directory's file
+ *                  system (a file "fill.ballast" there) at POINT */
 #ifndef CAIRN_FAULT_H
 #define CAIRN_FAULT_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-enum fault_kind { FAULT_OP, FAULT_KILL, FAULT_SIGNAL };
+enum fault_kind { FAULT_OP, FAULT_KILL, FAULT_SIGNAL, FAULT_CLOCK, FAULT_FILL };
 
 struct fault {
     bool set;
@@ -28,8 +34,14 @@ struct fault {
 int fault_parse(const char *spec, struct fault *f);
 /* True if op `name` should fail on this rank now. */
 bool fault_op(const struct fault *f, int rank, const char *name, int64_t epoch);
-/* SIGKILL this process if the fault names this point, rank and epoch. */
-void fault_point(const struct fault *f, int rank, const char *point, int64_t epoch);
+/* At a named point of a checkpoint save in directory dir: SIGKILL this
+ * process, or fill dir's file system, if the fault names this point, rank
+ * and epoch. */
+void fault_point(const struct fault *f, int rank, const char *point, int64_t epoch,
+                 const char *dir);
+/* Seconds this rank's clock runs ahead after step `step` of epoch `epoch`
+ * (0 if none). */
+double fault_clock(const struct fault *f, int rank, int64_t epoch, int64_t step);
 /* After step `step` of epoch `epoch`: raise the fault's signal if it names
  * this rank and epoch and this is the epoch's first step.  Epoch 0, step 1
  * is start-up, named only explicitly (signal:SIG:RANK:0). */

@@ -20,6 +20,12 @@ int fsx_read_all(const char *path, char **data, size_t *len);
 /* Copy src to dst durably (via dst.tmp + rename). */
 int fsx_copy_atomic(const char *src, const char *dst);
 int64_t fsx_file_size(const char *path); /* -1 if missing */
+/* Is path a regular file (not missing, a directory, a FIFO or a device)? */
+int fsx_is_regular(const char *path);
+/* Give path (created if missing) at least `bytes` of allocated disk space,
+ * so that writes below that size cannot fail for want of space.
+ * Errors: CAIRN_EIO naming the path and the cause (ENOSPC, EDQUOT, ...). */
+int fsx_allocate(const char *path, int64_t bytes);
 /* dir + "/" + name into out; CAIRN_EINPUT if it does not fit. */
 int fsx_join(char *out, size_t size, const char *dir, const char *name);
 

@@ -87,13 +87,23 @@ py '
 import h5py, sys
 f = h5py.File(sys.argv[1], "r")
 a = f.attrs
-assert a["format_version"] == 1 and a["epoch"] == 3 and a["step"] == 0 and a["done"] == 0
+assert a["format_version"] == 2 and a["epoch"] == 3 and a["step"] == 0 and a["done"] == 0
 assert a["job_name"] == b"counter" and a["seed"] == 1 and a["world_size"] == 2
 assert a["checksum_alg"] == b"cairn-poly64-v1" and len(a["digest"]) == 16
 assert b"blob main/total=i64[] replicated" in a["settings"]
 assert f["groups/main"].attrs["ranks"] == 2
 assert f["groups/main/total"][()] == 136 and f["groups/main/cursor"][()] == 9
 assert f["groups/main/total"].attrs["dist"] == b"replicated"
+# the checksum of a dataset is its data sum plus FNV-1a of its name
+M = 2**64
+def fnv(s):
+    h = 0xcbf29ce484222325
+    for c in s.encode():
+        h = ((h ^ c) * 0x100000001b3) % M
+    return h
+assert f["groups/main/total"].attrs["checksum"] == ((136 + 0x9e3779b97f4a7c15) + fnv("main/total")) % M
+meta = "format=2\nepoch=3\nstep=0\ndone=0\nseed=1\nworld_size=2\ngroup main ranks=2\n" + a["settings"].decode()
+assert a["meta_checksum"] == b"%016x" % fnv(meta), (a["meta_checksum"], "%016x" % fnv(meta))
 ' ref/ckpt/ckpt-e000003.h5 && pass h5py/layout || fail h5py/layout "h5py did not find the documented layout"
 run dump h5dump -d /groups/main/total ref/ckpt/ckpt-e000003.h5
 expect_grep h5dump/value dump.out "\(0\): 136"

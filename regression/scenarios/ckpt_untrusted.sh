@@ -1,0 +1,110 @@
+# Checkpoint files are untrusted input.  Each kind of damage in
+# regression/damage.py (attributes of the wrong shape or type, metadata
+# changed without its checksum, datasets of the wrong shape, type, name or
+# declared size) is rejected alike by `ckpt verify` (exit 1, naming what is
+# wrong) and by the loader, which marks the file bad and falls back to the
+# checkpoint before, ending with the uninterrupted result.  A valid file
+# whose string attribute has no terminator is accepted by both.  A FIFO
+# named in the index, a restart counter at INT_MAX and a 100,000-line index
+# are handled without hanging, overflowing or crawling.
+. "$(dirname "$0")/../lib.sh"
+enter
+"$CAIRN" data range --out counter.h5 --count 10
+set_2=(--set groups.0.ranks=2)
+mpi ref 2 run "$JOBS/counter.cfg" --run-dir ref "${set_2[@]}" --set stop.max_epochs=3
+expect_rc ref/exit ref 0
+
+# kind: what verify and the loader must say
+declare -A why=(
+    [checksum_array]="attribute 'checksum' does not hold exactly one value"
+    [epoch_array]="attribute 'epoch' does not hold exactly one value"
+    [step_array]="attribute 'step' does not hold exactly one value"
+    [done_array]="attribute 'done' does not hold exactly one value"
+    [format_array]="attribute 'format_version' does not hold exactly one value"
+    [format_string]="attribute 'format_version' is not an integer"
+    [ranks_array]="/groups/main: attribute 'ranks' does not hold exactly one value"
+    [settings_array]="attribute 'settings' does not hold exactly one value"
+    [dist_array]="/groups/main/total: attribute 'dist' does not hold exactly one value"
+    [dims9]="/groups/main/total: it has 9 dimensions, not 0"
+    [epoch_changed]="its metadata \(epoch, step, done, settings or group sizes\) does not match its checksum"
+    [settings_changed]="its metadata \(epoch, step, done, settings or group sizes\) does not match its checksum"
+    [shape_crafted]="/groups/main/total: it has 1 dimensions, not 0"
+    [swapped]="/groups/main/(total|cursor): checksum mismatch"
+    [huge_chunked]="/groups/main/total: it has 1 dimensions, not 0"
+    [deleted_dataset]="/groups/main/cursor: no such dataset"
+    [deleted_group]="group /groups/main is missing"
+    [dist_wrong]="/groups/main/total: it is stored sharded, not replicated"
+    [dist_missing]="/groups/main/total: attribute 'dist' is missing"
+    [dtype_changed]="/groups/main/total: its element type is not i64"
+    [epoch_missing]="attribute 'epoch' is missing"
+    [settings_missing]="attribute 'settings' is missing"
+    [meta_checksum_missing]="attribute 'meta_checksum' is missing"
+    [checksum_alg_missing]="attribute 'checksum_alg' is missing"
+    [checksum_float]="/groups/main/total: attribute 'checksum' is not an integer"
+)
+for kind in "${!why[@]}"; do
+    cp -r ref "$kind"
+    f=$kind/ckpt/ckpt-e000003.h5
+    /usr/bin/python3 "$CAIRN_ROOT/regression/damage.py" "$kind" "$f" || fail "$kind/damaged" "damage.py failed"
+    run "$kind-verify" "$CAIRN" ckpt verify "$f"
+    expect_rc "$kind/verify-rejects" "$kind-verify" 1
+    expect_grep "$kind/verify-says" "$kind-verify.out" "damaged: .*${why[$kind]}"
+    mpi "$kind-run" 2 run "$JOBS/counter.cfg" --run-dir "$kind" "${set_2[@]}"
+    expect_rc "$kind/exit" "$kind-run" 0
+    expect_grep "$kind/loader-says" "$kind-run.out" "warning: checkpoint .*ckpt-e000003.h5 \(epoch 3 step 0\) cannot be loaded: .*${why[$kind]}.*; marking it bad"
+    expect_grep "$kind/fell-back" "$kind-run.out" "resuming after epoch 2 "
+    expect_eq "$kind/result" "$(metric "$kind/metrics.jsonl" log result | awk '{print $NF}')" 145
+done
+
+# sharded state one row longer than the job's, with a correct checksum
+mpi sref 3 run "$JOBS/sharded.cfg" --run-dir sref --set stop.max_epochs=3
+cp -r sref rows
+/usr/bin/python3 "$CAIRN_ROOT/regression/damage.py" w_rows rows/ckpt/ckpt-e000003.h5
+run rows-verify "$CAIRN" ckpt verify rows/ckpt/ckpt-e000003.h5
+expect_grep rows/verify-says rows-verify.out "damaged: .*/groups/store/w: its shape is \[13, 3\], not \[12, 3\]"
+mpi rows-run 3 run "$JOBS/sharded.cfg" --run-dir rows
+expect_grep rows/fell-back rows-run.out "resuming after epoch 2 "
+expect_eq rows/result "$(metric rows/metrics.jsonl log result | awk '{print $NF}')" \
+    "$(mpi sfull 3 run "$JOBS/sharded.cfg" --run-dir sfull; metric sfull/metrics.jsonl log result)"
+
+# valid, though written by another tool: accepted by both
+cp -r ref unterminated
+/usr/bin/python3 "$CAIRN_ROOT/regression/damage.py" unterminated unterminated/ckpt/ckpt-e000003.h5
+run unterminated-verify "$CAIRN" ckpt verify unterminated/ckpt/ckpt-e000003.h5
+expect_rc unterminated/verify-accepts unterminated-verify 0
+mpi unterminated-run 2 run "$JOBS/counter.cfg" --run-dir unterminated "${set_2[@]}"
+expect_grep unterminated/resumed unterminated-run.out "resuming after epoch 3 "
+
+# a FIFO where the index names a checkpoint: skipped, not opened
+cp -r ref fifo
+rm fifo/ckpt/ckpt-e000003.h5 && mkfifo fifo/ckpt/ckpt-e000003.h5
+run fifo-verify "$CAIRN" ckpt verify fifo/ckpt/ckpt-e000003.h5
+expect_grep fifo/verify-says fifo-verify.out "not a regular file"
+mpi fifo-run 2 run "$JOBS/counter.cfg" --run-dir fifo "${set_2[@]}"
+expect_rc fifo/exit fifo-run 0
+expect_grep fifo/fell-back fifo-run.out "resuming after epoch 2 "
+
+# a restart counter at INT_MAX does not overflow: the cap stops the loop
+cp -r ref restarts
+printf 'ckpt-e000003.h5 2147483647\n' >restarts/ckpt/restarts
+mpi restarts-run 2 run "$JOBS/counter.cfg" --run-dir restarts "${set_2[@]}"
+expect_rc restarts/capped restarts-run 3
+expect_grep restarts/message restarts-run.err "ckpt-e000003.h5 has been resumed 2147483647 times in a row"
+
+# an index of 100,000 lines (each checkpoint listed twice: the later line
+# wins) is read whole
+cp -r ref long
+/usr/bin/python3 - long/ckpt/index <<'PY'
+import sys
+with open(sys.argv[1], "a") as f:
+    for e in range(10, 50010):
+        f.write(f"{e}\t0\tckpt-e{e:06d}.h5\t1\tbad\n")
+    for e in range(10, 50010):
+        f.write(f"{e}\t0\tckpt-e{e:06d}.h5\t2\tbad\n")
+PY
+run long-ls "$CAIRN" ckpt ls long/ckpt
+expect_rc long/ls-exit long-ls 0
+expect_eq long/ls-lines "$(wc -l <long-ls.out)" 50004
+expect_eq long/later-wins "$(grep -c '	2	bad$' long-ls.out)" 50000
+mpi long-run 2 run "$JOBS/counter.cfg" --run-dir long "${set_2[@]}"
+expect_grep long/resumed long-run.out "resuming after epoch 3 "
