@@ -18,6 +18,7 @@
 #include "cairn/print.h"
 #include "cairn/runner.h"
 #include "cairn/slurm.h"
+#include "cairn/strbuf.h"
 #include "cairn/version.h"
 
 #include <getopt.h>
@@ -90,12 +91,15 @@ static const char usage_data[] =
 
 static const char usage_ckpt[] =
     "usage: cairn ckpt ls DIR\n"
-    "       cairn ckpt verify FILE\n"
+    "       cairn ckpt verify FILE [--job JOB.cfg [--set KEY=VALUE]... [--ranks N]]\n"
     "       cairn ckpt extract DIR [--epoch E] --blob GROUP/BLOB... -o OUT.h5\n"
     "\n"
     "  ls       one line per checkpoint in DIR's index, newest last, tab-separated:\n"
     "           epoch, step, file, bytes, status (ok or bad)\n"
-    "  verify   check every dataset's checksum; exit 0 if all match, 1 if not\n"
+    "  verify   run the loader's own checks (every attribute, the metadata checksum,\n"
+    "           every dataset's type, shape and checksum); with --job, also that\n"
+    "           the checkpoint is of that job; exit 0 if the loader would accept\n"
+    "           it, 1 if it is damaged, 2 if it is of another format or job\n"
     "  extract  copy blobs of the committed checkpoint of epoch E (default: the\n"
     "           newest) into OUT.h5 as datasets /GROUP/BLOB, checksums verified\n";
 
@@ -401,15 +405,63 @@ static int ckpt_ls(const char *dir)
     return CAIRN_EXIT_OK;
 }
 
-static int ckpt_verify(const char *file)
+/* The settings of the job `verify --job` names: its plan, analyzed. */
+static int job_settings(const struct args *a, struct strbuf *out)
 {
-    int rc = ckpt_file_verify(file, NULL, stdout);
-    if (rc) {
-        printf("%s: damaged: %s\n", file, cairn_errmsg());
-        return 1;
+    struct job *job = NULL;
+    struct plan *plan = NULL;
+    struct diags d = {0};
+    int rc = load_plan(a, &job, &plan, &d);
+    if (rc == 0) rc = analyze(plan, &d);
+    if (rc == 0) rc = ckpt_settings(plan, out);
+    diags_print(&d, stderr);
+    if (rc && d.n == 0) fprintf(stderr, "cairn: %s\n", cairn_errmsg());
+    diags_free(&d);
+    plan_destroy(&plan);
+    job_destroy(&job);
+    return rc;
+}
+
+/* verify FILE [--job JOB.cfg [--set K=V]... [--ranks N]]: exit 0 only for
+ * a file the loader accepts (for that job), 1 if damaged, 2 if of another
+ * format or job. */
+static int ckpt_verify(int argc, char **argv)
+{
+    struct args a = {0};
+    struct strbuf settings = {0};
+    const char *file = argc > 1 ? argv[1] : NULL;
+    int code = CAIRN_EXIT_INPUT, rc = 0;
+    if (!file || file[0] == '-') return usage_error(usage_ckpt, "%s", "verify needs FILE");
+    if (argc > 2) { /* the rest is a job's arguments, --job JOB.cfg naming the job */
+        char **rest = calloc((size_t)argc, sizeof *rest);
+        int n = 0;
+        bool job = false;
+        if (!rest) return CAIRN_EXIT_RUNTIME;
+        rest[n++] = argv[0];
+        for (int i = 2; i < argc; i++)
+            if (strcmp(argv[i], "--job") == 0) job = true;
+            else rest[n++] = argv[i];
+        code = job ? parse_job_args(n, rest, usage_ckpt, true, false, &a)
+                   : usage_error(usage_ckpt, "%s", "verify takes FILE, then --job JOB.cfg");
+        free(rest);
+        if (code >= 0) goto done;
+        if ((rc = job_settings(&a, &settings))) {
+            code = cairn_exit_code(rc);
+            goto done;
+        }
     }
-    printf("%s: ok\n", file);
-    return 0;
+    rc = ckpt_file_verify(file, a.job ? strbuf_str(&settings) : NULL, stdout);
+    if (rc == CAIRN_ECORRUPT)
+        printf("%s: damaged: %s\n", file, cairn_errmsg());
+    else if (rc)
+        fprintf(stderr, "cairn: %s\n", cairn_errmsg());
+    else
+        printf("%s: ok\n", file);
+    code = rc == 0 ? 0 : rc == CAIRN_ECORRUPT ? 1 : cairn_exit_code(rc);
+done:
+    strbuf_free(&settings);
+    free(a.sets);
+    return code;
 }
 
 static int ckpt_extract(int argc, char **argv)
@@ -456,7 +508,7 @@ static int cmd_ckpt(int argc, char **argv)
         return argc < 2 ? CAIRN_EXIT_INPUT : CAIRN_EXIT_OK;
     }
     if (strcmp(argv[1], "ls") == 0 && argc == 3) return ckpt_ls(argv[2]);
-    if (strcmp(argv[1], "verify") == 0 && argc == 3) return ckpt_verify(argv[2]);
+    if (strcmp(argv[1], "verify") == 0) return ckpt_verify(argc - 1, argv + 1);
     if (strcmp(argv[1], "extract") == 0) return ckpt_extract(argc - 1, argv + 1);
     return usage_error(usage_ckpt, "bad arguments for '%s'", argv[1]);
 }

@@ -8,6 +8,7 @@
 #include "cairn/arena.h"
 #include "cairn/diag.h"
 #include "cairn/error.h"
+#include "cairn/fsx.h"
 #include "cairn/job.h"
 #include "cairn/preempt.h"
 #include "config_priv.h"
@@ -39,6 +40,15 @@ void cfg_locate(struct cfg *c, const config_setting_t *s, const char **file, int
     for (const config_setting_t *p = s; p; p = config_setting_parent(p)) {
         for (int i = 0; i < c->n_ov; i++) {
             if (c->ov[i].s == p) {
+                *file = c->ov[i].text;
+                *line = 0;
+                return;
+            }
+        }
+    }
+    for (int i = 0; config_setting_source_line(s) == 0 && i < c->n_ov; i++) {
+        for (const config_setting_t *p = c->ov[i].s; p; p = config_setting_parent(p)) {
+            if (p == s) { /* a group that --set created on the way to its key */
                 *file = c->ov[i].text;
                 *line = 0;
                 return;
@@ -780,7 +790,8 @@ static config_setting_t *parent_of(config_t *cf, char *path, const char **leaf)
     return config_setting_add(gp, up_leaf, CONFIG_TYPE_GROUP);
 }
 
-/* Parse a --set value as libconfig text, or else take it as a bare string. */
+/* Parse a --set value as libconfig text (1), or else take it as a bare
+ * string (0); -1 if out of memory. */
 static int parse_value(config_t *tmp, const char *text)
 {
     size_t n = strlen(text) + 16;
@@ -789,7 +800,7 @@ static int parse_value(config_t *tmp, const char *text)
     snprintf(buf, n, "v = %s;", text);
     int ok = config_read_string(tmp, buf);
     free(buf);
-    if (ok) return 0;
+    if (ok) return 1;
     config_destroy(tmp);
     config_init(tmp);
     config_setting_t *v = config_setting_add(config_root_setting(tmp), "v", CONFIG_TYPE_STRING);
@@ -844,11 +855,21 @@ static void apply_set(struct cfg *c, config_t *cf, const char *set)
     char key[512], path[512];
     snprintf(key, sizeof key, "%.*s", (int)(eq - set), set);
     normalize_path(key, path, sizeof path);
+    const char *label = arena_printf(c->a, "--set %s", set);
     config_t tmp;
     config_init(&tmp);
     const char *leaf = NULL;
     config_setting_t *parent = NULL, *made = NULL;
-    if (parse_value(&tmp, eq + 1) == 0) parent = parent_of(cf, path, &leaf);
+    int parsed = parse_value(&tmp, eq + 1);
+    if (parsed == 1 && (config_setting_length(config_root_setting(&tmp)) != 1 ||
+                        cfg_text_check(c->d, label, eq + 1, NULL, 0, CFG_MAX_INCLUDE))) {
+        if (config_setting_length(config_root_setting(&tmp)) != 1)
+            diags_add(c->d, label, 0, "the value must be one value, not several settings");
+        c->errors++;
+        config_destroy(&tmp);
+        return;
+    }
+    if (config_setting_length(config_root_setting(&tmp)) == 1) parent = parent_of(cf, path, &leaf);
     const config_setting_t *src = config_lookup(&tmp, "v");
     if (parent && src) made = replace(parent, leaf, src);
     config_destroy(&tmp);
@@ -858,7 +879,7 @@ static void apply_set(struct cfg *c, config_t *cf, const char *set)
         c->errors++;
         return;
     }
-    c->ov[c->n_ov++] = (struct override){made, arena_printf(c->a, "--set %s", set)};
+    c->ov[c->n_ov++] = (struct override){made, label};
 }
 
 /* ---- entry ------------------------------------------------------------ */
@@ -879,7 +900,28 @@ int config_load(const char *path, const char *text, const char *const *sets, int
     *out = NULL;
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", path);
-    config_set_include_dir(&cf, dirname(dir));
+    const char *inc_dir = dirname(dir); /* may be a static ".", not dir */
+    config_set_include_dir(&cf, inc_dir);
+    if (!text && !fsx_is_regular(path)) {
+        diags_add(d, path, 0, "cannot read job file: not a regular file");
+        CAIRN_FAIL(CAIRN_EINPUT, "%s: not a readable job file", path);
+    }
+    int problems = 0;
+    if (text) {
+        problems = cfg_text_check(d, path, text, inc_dir, 1, 0);
+    } else {
+        char *own = NULL;
+        size_t len = 0;
+        int64_t size = fsx_file_size(path);
+        if (size > CFG_MAX_BYTES)
+            diags_add(d, path, 0, "job file of %lld bytes; job files are limited to %d",
+                      (long long)size, CFG_MAX_BYTES), problems = 1;
+        else if (fsx_read_all(path, &own, &len) == 0)
+            problems = strlen(own) != len ? (diags_add(d, path, 0, "job file holds a NUL byte"), 1)
+                                          : cfg_text_check(d, path, own, inc_dir, 1, 0);
+        free(own);
+    }
+    if (problems) CAIRN_FAIL(CAIRN_EINPUT, "%s: not a readable job file", path);
     if (!(text ? config_read_string(&cf, text) : config_read_file(&cf, path))) {
         if (config_error_type(&cf) == CONFIG_ERR_FILE_IO)
             diags_add(d, path, 0, "cannot read job file");

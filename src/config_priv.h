@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+struct diags;
+
 struct override {
     config_setting_t *s;
     const char *text;
@@ -47,6 +49,15 @@ const char *cfg_name(struct cfg *c, const config_setting_t *g, const char *key, 
 /* A group-valued key, or NULL (absent, or reported as not a group). */
 const config_setting_t *cfg_section(struct cfg *c, const config_setting_t *root, const char *key,
                                     const char *example);
+
+/* config_text.c: limits on a job file's text, and its check before
+ * libconfig parses it (problems go to d as FILE:LINE; returns their count).
+ * dir resolves relative @include names; line is the number of the text's
+ * first line (0 for a --set value, whose problems carry no line); depth is
+ * the include depth of `text`. */
+enum { CFG_MAX_BYTES = 1 << 20, CFG_MAX_LINE = 16384, CFG_MAX_INCLUDE = 8 };
+int cfg_text_check(struct diags *d, const char *file, const char *text, const char *dir, int line,
+                   int depth);
 
 /* config_train.c: the model, data, pipeline, replicas, ps, on_nan, debug
  * sections and stop.accuracy / stop.loss. */

@@ -19,6 +19,7 @@
 #include "cairn/train.h"
 #include "cairn/workspace.h"
 
+#include <float.h>
 #include <math.h>
 #include <mpi.h>
 #include <stdarg.h>
@@ -77,6 +78,21 @@ static const struct param_def fill_params[] = {
     {NULL, 0, NULL, NULL, NULL},
 };
 
+/* Can `what` (a number from the job file) be held exactly by dtype t?
+ * Integers must be whole and in range; f32 must not overflow to inf. */
+static int fits_dtype(struct infer *ix, double v, enum dtype t, const char *what)
+{
+    double lo = t == DT_I32 ? -2147483648.0 : -9223372036854775808.0;
+    double hi = t == DT_I32 ? 2147483648.0 : 9223372036854775808.0; /* exclusive */
+    if (dtype_is_int(t) && v != floor(v))
+        return infer_error(ix, "%s %g is not an integer but dtype is %s", what, v, dtype_name(t));
+    if (dtype_is_int(t) && !(v >= lo && v < hi))
+        return infer_error(ix, "%s %g does not fit dtype %s", what, v, dtype_name(t));
+    if (t == DT_F32 && isfinite(v) && fabs(v) > FLT_MAX)
+        return infer_error(ix, "%s %g does not fit dtype f32", what, v);
+    return 0;
+}
+
 static int fill_infer(struct infer *ix)
 {
     struct blob_type *o = &ix->out[0];
@@ -89,10 +105,8 @@ static int fill_infer(struct infer *ix)
         if (sh->ints[i] < 0) return infer_error(ix, "shape entries must be >= 0");
         o->shape.d[i] = sh->ints[i];
     }
-    double v = PI(ix, FILL_VALUE)->f;
-    if (dtype_is_int(o->dtype) && v != floor(v))
-        return infer_error(ix, "value %g is not an integer but dtype is %s", v,
-                           dtype_name(o->dtype));
+    int rc = fits_dtype(ix, PI(ix, FILL_VALUE)->f, o->dtype, "value");
+    if (rc) return rc;
     if (o->dist == DIST_SHARDED && sh->n < 1)
         return infer_error(ix, "a sharded blob needs at least one dimension to split");
     return 0;
@@ -166,17 +180,10 @@ static const struct param_def scale_params[] = {
     {NULL, 0, NULL, NULL, NULL},
 };
 
-static int integral_factor(struct infer *ix, double f, enum dtype t, const char *what)
-{
-    if (dtype_is_int(t) && f != floor(f))
-        return infer_error(ix, "%s %g must be an integer for %s inputs", what, f, dtype_name(t));
-    return 0;
-}
-
 static int scale_infer(struct infer *ix)
 {
     ix->out[0] = ix->in[0];
-    return integral_factor(ix, PI(ix, SCALE_FACTOR)->f, ix->in[0].dtype, "factor");
+    return fits_dtype(ix, PI(ix, SCALE_FACTOR)->f, ix->in[0].dtype, "factor");
 }
 
 static int scale_run(struct op_call *c)
@@ -193,7 +200,7 @@ static const struct param_def axpy_params[] = {
 static int axpy_infer(struct infer *ix)
 {
     if (pair_infer(ix)) return CAIRN_EINPUT;
-    return integral_factor(ix, PI(ix, AXPY_ALPHA)->f, ix->in[0].dtype, "alpha");
+    return fits_dtype(ix, PI(ix, AXPY_ALPHA)->f, ix->in[0].dtype, "alpha");
 }
 
 static int axpy_run(struct op_call *c)
@@ -513,9 +520,11 @@ static int range_infer(struct infer *ix)
         o->shape.d[i] = sh->ints[i];
     }
     double a = PI(ix, RANGE_START)->f, b = PI(ix, RANGE_STEP)->f;
-    if (dtype_is_int(o->dtype) && (a != floor(a) || b != floor(b)))
-        return infer_error(ix, "start and step must be integers for dtype %s", dtype_name(o->dtype));
-    return 0;
+    double n = (double)shape_numel(&o->shape);
+    int rc = fits_dtype(ix, a, o->dtype, "start");
+    if (rc == 0) rc = fits_dtype(ix, b, o->dtype, "step");
+    if (rc == 0) rc = fits_dtype(ix, n > 0 ? a + (n - 1) * b : a, o->dtype, "the last value");
+    return rc;
 }
 
 /* Element with global flat index i holds start + i * step, on any layout. */

@@ -242,6 +242,11 @@ static int shape_like(struct tensor *out, const struct tensor *like)
     return tensor_resize(out, like->dtype, &like->shape);
 }
 
+/* Integer blobs wrap around on overflow (two's complement), as documented
+ * in cairn-job(5), rather than leaving the result undefined. */
+static int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static int64_t wrap_mul(int64_t a, int64_t b) { return (int64_t)((uint64_t)a * (uint64_t)b); }
+
 int tensor_axpy(struct tensor *out, double alpha, const struct tensor *x, const struct tensor *y)
 {
     int rc = check_pair(x, y, "axpy");
@@ -263,7 +268,7 @@ int tensor_axpy(struct tensor *out, double alpha, const struct tensor *x, const 
         if (dtype_is_int(E)) {                                                 \
             int64_t ia = (int64_t)alpha;                                       \
             for (int64_t i = 0; i < n; i++)                                    \
-                op[i] = (T)(ia * (int64_t)xp[i] + (int64_t)yp[i * ystep]);     \
+                op[i] = (T)wrap_add(wrap_mul(ia, (int64_t)xp[i]), (int64_t)yp[i * ystep]); \
         } else {                                                               \
             for (int64_t i = 0; i < n; i++)                                    \
                 op[i] = (T)((T)alpha * xp[i] + yp[i * ystep]);                 \
@@ -295,7 +300,7 @@ int tensor_scale(struct tensor *out, const struct tensor *a, double factor)
         const T *ap = a->data;                                                 \
         T *op = out->data;                                                     \
         if (dtype_is_int(E))                                                   \
-            for (int64_t i = 0; i < n; i++) op[i] = (T)((int64_t)factor * (int64_t)ap[i]); \
+            for (int64_t i = 0; i < n; i++) op[i] = (T)wrap_mul((int64_t)factor, (int64_t)ap[i]); \
         else                                                                   \
             for (int64_t i = 0; i < n; i++) op[i] = (T)((T)factor * ap[i]);    \
         break;                                                                 \
@@ -315,7 +320,7 @@ int tensor_sum(struct tensor *out, const struct tensor *a)
     /* Sequential order keeps the result independent of anything but the data. */
     for (int64_t i = 0; i < n; i++) {
         if (dtype_is_int(a->dtype))
-            is += tensor_get_i64(a, i);
+            is = wrap_add(is, tensor_get_i64(a, i));
         else
             fs += tensor_get(a, i);
     }

@@ -26,3 +26,32 @@ for f in "$CAIRN_ROOT"/regression/bad/*.cfg; do
     n=$((n + 1))
 done
 [ "$n" -ge 25 ] && pass corpus-size || fail corpus-size "only $n bad job files"
+
+# generated: limits on the text, and --set problems named as --set
+enter limits
+python3 -c 'print("#" + "x" * 20000)' >long_line.cfg
+cat "$JOBS/counter.cfg" >>long_line.cfg
+run long-line "$CAIRN" check long_line.cfg
+expect_rc long-line/exit long-line 2
+expect_grep long-line/message long-line.err "^long_line.cfg:1: line of 20001 bytes; job file lines are limited to 16384"
+python3 -c 'print(("# filler\n" * 140000), end="")' >big.cfg
+run big "$CAIRN" check big.cfg
+expect_rc big/exit big 2
+expect_grep big/message big.err "^big.cfg: job file of 1260000 bytes; job files are limited to 1048576"
+mkfifo fifo.cfg
+run fifo "$CAIRN" check fifo.cfg
+expect_rc fifo/exit fifo 2
+expect_grep fifo/message fifo.err "fifo.cfg: cannot read job file: not a regular file"
+run set-unknown "$CAIRN" check "$JOBS/counter.cfg" --set foo.bar=1
+expect_rc set-unknown/exit set-unknown 2
+expect_grep set-unknown/named "set-unknown.err" "^--set foo.bar=1: unknown key 'foo'"
+run set-two "$CAIRN" check "$JOBS/counter.cfg" --set 'groups.0.ranks=1;x=2'
+expect_rc set-two/exit set-two 2
+expect_grep set-two/named "set-two.err" "^--set groups.0.ranks=1;x=2: the value must be one value, not several settings"
+run set-wrap "$CAIRN" check "$JOBS/counter.cfg" --set seed=4294967296
+expect_rc set-wrap/exit set-wrap 2
+expect_grep set-wrap/named "set-wrap.err" "^--set seed=4294967296: integer 4294967296 needs an L suffix"
+run set-long "$CAIRN" check "$JOBS/counter.cfg" --set seed=4294967296L
+expect_rc set-long/exit set-long 0
+run set-path "$CAIRN" check "$JOBS/counter.cfg" --set checkpoint.dir=runs/4294967296
+expect_rc set-path/bare-string-ok set-path 0

@@ -108,3 +108,10 @@ expect_eq long/ls-lines "$(wc -l <long-ls.out)" 50004
 expect_eq long/later-wins "$(grep -c '	2	bad$' long-ls.out)" 50000
 mpi long-run 2 run "$JOBS/counter.cfg" --run-dir long "${set_2[@]}"
 expect_grep long/resumed long-run.out "resuming after epoch 3 "
+
+# verify --job: the loader's answer for that job
+run job-ok "$CAIRN" ckpt verify ref/ckpt/ckpt-e000003.h5 --job "$JOBS/counter.cfg" "${set_2[@]}"
+expect_rc verify-job/accepts job-ok 0
+run job-other "$CAIRN" ckpt verify ref/ckpt/ckpt-e000003.h5 --job "$JOBS/sharded.cfg"
+expect_rc verify-job/other-job job-other 2
+expect_grep verify-job/says-why job-other.err "was written for other settings: seed: the checkpoint has 1, this job 3"
