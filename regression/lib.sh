@@ -43,9 +43,10 @@ sys.exit(0 if same else 1)' "$2" "$3" >/dev/null 2>&1 &&
 # sums of a directory's files, to show nothing in it changed
 dir_sums() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 md5sum); }
 
-pass() { echo "ok - $T_NAME/$1"; }
+# T_PREFIX names a pass of the suite (asan/ for the sanitizer build)
+pass() { echo "ok - ${T_PREFIX:-}$T_NAME/$1"; }
 fail() {
-    echo "not ok - $T_NAME/$1: $2"
+    echo "not ok - ${T_PREFIX:-}$T_NAME/$1: $2"
     shift 2
     local f
     for f in "$@"; do [ -f "$f" ] && sed 's/^/#   /' "$f" | tail -n 15; done

@@ -539,6 +539,19 @@ static int meta_sum(const struct contents *c, char out[17])
     return rc;
 }
 
+int ckpt_file_meta_checksum(const struct ckpt_meta *m, int64_t seed, int64_t world_size,
+                            const char *settings, int64_t (*ranks)(const char *group, void *arg),
+                            void *arg, char out[17])
+{
+    struct contents c = {.meta = *m, .format = CAIRN_CKPT_FORMAT, .seed = seed, .world_size = world_size};
+    int rc = parse_settings(settings, &c);
+    c.settings = (char *)settings;
+    for (int i = 0; rc == 0 && i < c.n; i++) c.v[i].ranks = ranks(c.v[i].group, arg);
+    if (rc == 0) rc = meta_sum(&c, out);
+    free(c.v);
+    return rc;
+}
+
 /* A dataset's checksum attribute binds its name: two datasets swapped do
  * not verify. */
 static uint64_t name_share(const struct entry *e)

@@ -202,7 +202,7 @@ int train_op_download(struct op_call *c)
         struct tensor *out = &c->out[k]->t;
         struct shape s = {.ndim = k % 2 ? 1 : 2, .d = {root ? param_rows(t, k) : 0, param_cols(t, k)}};
         CAIRN_CHECK(tensor_resize(out, t->dt, &s));
-        memset(out->data, 0, tensor_bytes(out));
+        if (tensor_bytes(out)) memset(out->data, 0, tensor_bytes(out)); /* empty off trainer 0 */
     }
     if (ps || root) {
         CAIRN_CHECK_MPI(MPI_Barrier(t->dl));

@@ -61,6 +61,14 @@ int ckpt_file_write(struct runtime *rt, const char *path, const struct ckpt_meta
  * on these ranks (the message says why), CAIRN_ECORRUPT if it is damaged. */
 int ckpt_file_read(struct runtime *rt, const char *path, struct ckpt_meta *m, struct ckpt_io *io);
 
+/* The "meta_checksum" root attribute of a checkpoint with this position,
+ * seed, world size and settings text, whose groups have ranks(group, arg)
+ * ranks, as 16 hex digits.  For tools that write checkpoints (the fuzz
+ * target).  Errors: CAIRN_ECORRUPT if the settings do not parse. */
+int ckpt_file_meta_checksum(const struct ckpt_meta *m, int64_t seed, int64_t world_size,
+                            const char *settings, int64_t (*ranks)(const char *group, void *arg),
+                            void *arg, char out[17]);
+
 /* Serial: the loader's own validation of path (every attribute, the
  * metadata checksum, every dataset's type, shape and checksum), one line
  * per verified dataset to out.  With settings (ckpt_settings of a job),

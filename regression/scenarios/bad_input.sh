@@ -18,12 +18,13 @@ for f in "$CAIRN_ROOT"/regression/bad/*.cfg; do
     expect_rc "$name/check-exit" "check-$name" 2
     if grep -Fq -- "$loc$text" "check-$name.err"; then pass "$name/check-message"
     else fail "$name/check-message" "want '$loc$text'" "check-$name.err"; fi
+    n=$((n + 1))
+    [ -n "${T_SANITIZED:-}" ] && continue # the front end is check's; spare the slow launches
     mpi "run-$name" "${ranks:-2}" run "$f" --run-dir "r-$name"
     expect_rc "$name/run-exit" "run-$name" 2
     c=$(grep -Fc -- "$loc$text" "run-$name.err")
     [ "$c" = 1 ] && pass "$name/run-message-once" ||
         fail "$name/run-message-once" "$c copies of '$loc$text'" "run-$name.err"
-    n=$((n + 1))
 done
 [ "$n" -ge 25 ] && pass corpus-size || fail corpus-size "only $n bad job files"
 

@@ -37,9 +37,9 @@ static void checksum_sees_changes(void **state)
     uint64_t zero = checksum_part(v, 8, 64, 0);
     for (int i = 0; i < 64; i++) {
         for (int bit = 0; bit < 64; bit += 7) {
-            v[i] ^= (int64_t)1 << bit;
+            v[i] ^= (int64_t)(UINT64_C(1) << bit);
             assert_true(checksum_part(v, 8, 64, 0) != zero); /* any single flip */
-            v[i] ^= (int64_t)1 << bit;
+            v[i] ^= (int64_t)(UINT64_C(1) << bit);
         }
     }
     v[3] = 5; /* swapped elements */
