@@ -5,9 +5,10 @@
 Each kind is a file that a storage fault, another tool or an attacker could
 leave: attributes of the wrong shape or type, metadata changed without its
 checksum, datasets of the wrong shape, type or name, huge declared sizes.
-The loader and `cairn ckpt verify` must reject every kind but "unterminated"
-(a valid file whose string attribute has no terminator), which they must
-accept.  Uses Debian's h5py and numpy.
+The loader and `cairn ckpt verify` must reject every kind as damage but
+"unterminated" (a valid file whose string attribute has no terminator),
+which they must accept, and "format_other" (a consistent file of another
+format), which they must refuse as bad input without marking it bad.  Uses Debian's h5py and numpy.
 """
 import sys
 
@@ -63,6 +64,15 @@ def damage(kind, f):
         replace_attr(f, name, np.array([f.attrs[name]] * 64, dtype=np.int64))
     elif kind == "format_array":
         replace_attr(f, "format_version", np.array([2] * 64, dtype=np.int32))
+    elif kind == "format_changed":  # damage: the metadata checksum says format 2
+        f.attrs["format_version"] = np.int32(7)
+    elif kind == "format_other":  # a consistent file of another format: not damage
+        f.attrs["format_version"] = np.int32(7)
+        a = f.attrs
+        meta = "format=7\nepoch=%d\nstep=%d\ndone=%d\nseed=%d\nworld_size=%d\ngroup main ranks=%d\n" % (
+            a["epoch"], a["step"], a["done"], a["seed"], a["world_size"], g.attrs["ranks"])
+        meta += a["settings"].decode()
+        replace_attr(f, "meta_checksum", np.bytes_(b"%016x\0" % fnv(meta)))
     elif kind == "format_string":
         replace_attr(f, "format_version", np.bytes_(b"2"))
     elif kind == "ranks_array":

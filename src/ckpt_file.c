@@ -669,18 +669,15 @@ cleanup:
     return rc;
 }
 
-/* The root attributes, each of its type and range.  A format this cairn
- * does not read is CAIRN_EINPUT: not damage, so nothing is marked bad. */
+/* The root attributes, each of its type and range. */
 static int read_root(hid_t f, struct contents *c)
 {
     int rc = 0;
     int64_t done = 0;
     char *alg = NULL;
-    CAIRN_CHECK(attr_get_i64(f, "format_version", 0, INT32_MAX, &c->format));
-    if (c->format != CAIRN_CKPT_FORMAT)
-        CAIRN_FAIL(CAIRN_EINPUT, "it has checkpoint format %lld; this cairn reads format %d%s",
-                   (long long)c->format, CAIRN_CKPT_FORMAT,
-                   c->format < CAIRN_CKPT_FORMAT ? " (resume it with the cairn that wrote it)" : "");
+    int64_t fmt = 0;
+    CAIRN_CHECK(attr_get_i64(f, "format_version", 0, INT32_MAX, &fmt));
+    c->format = fmt;
     CAIRN_CHECK(attr_get_str(f, "checksum_alg", &alg));
     if (strcmp(alg, CAIRN_CHECKSUM_NAME) != 0)
         CAIRN_FAIL(CAIRN_ECORRUPT, "its checksum algorithm is '%.32s', not %s", alg, CAIRN_CHECKSUM_NAME);
@@ -696,24 +693,42 @@ cleanup:
     return rc;
 }
 
-/* Everything the loader and `ckpt verify` check before reading any data:
- * root attributes, settings, the metadata checksum, every blob's group and
- * dataset.  Errors: CAIRN_ECORRUPT naming what is wrong, CAIRN_EINPUT for
- * another format. */
-static int contents_read(hid_t f, struct contents *c)
+/* The root metadata, its checksum included (rc as contents_read).  *sum
+ * is left unset when the file has no readable meta_checksum. */
+static int read_meta(hid_t f, struct contents *c, char **stored)
 {
     int rc = 0;
-    char *stored = NULL, sum[17];
-    hsize_t size = 0;
-    *c = (struct contents){0};
+    char sum[17];
     CAIRN_CHECK(read_root(f, c));
     CAIRN_CHECK(parse_settings(c->settings, c));
     for (int i = 0; i < c->n; i++) CAIRN_CHECK(check_group(f, &c->v[i], c->world_size));
-    CAIRN_CHECK(attr_get_str(f, "meta_checksum", &stored));
+    CAIRN_CHECK(attr_get_str(f, "meta_checksum", stored));
     CAIRN_CHECK(meta_sum(c, sum));
-    if (strcmp(sum, stored) != 0)
-        CAIRN_FAIL(CAIRN_ECORRUPT, "its metadata (epoch, step, done, settings or group sizes) "
-                                   "does not match its checksum");
+    if (strcmp(sum, *stored) != 0)
+        CAIRN_FAIL(CAIRN_ECORRUPT, "its metadata (format, epoch, step, done, settings or group "
+                                   "sizes) does not match its checksum");
+cleanup:
+    return rc;
+}
+
+/* Everything the loader and `ckpt verify` check before reading any data:
+ * root attributes, settings, the metadata checksum, every blob's group and
+ * dataset.  Errors: CAIRN_ECORRUPT naming what is wrong; CAIRN_EINPUT for
+ * a file of another format (not damage, so never marked bad): one that
+ * says so consistently, or one without a metadata checksum (format 1).  A
+ * format_version its own checksum contradicts is damage. */
+static int contents_read(hid_t f, struct contents *c)
+{
+    int rc = 0;
+    char *stored = NULL;
+    hsize_t size = 0;
+    *c = (struct contents){.format = -1};
+    rc = read_meta(f, c, &stored);
+    if (c->format >= 0 && c->format != CAIRN_CKPT_FORMAT && (rc == 0 || !stored))
+        CAIRN_FAIL(CAIRN_EINPUT, "it has checkpoint format %lld; this cairn reads format %d%s",
+                   (long long)c->format, CAIRN_CKPT_FORMAT,
+                   c->format < CAIRN_CKPT_FORMAT ? " (resume it with the cairn that wrote it)" : "");
+    CAIRN_CHECK(rc);
     CAIRN_CHECK_H5(H5Fget_filesize(f, &size));
     for (int i = 0; i < c->n; i++) CAIRN_CHECK(check_dataset(f, &c->v[i], (int64_t)size));
 cleanup:

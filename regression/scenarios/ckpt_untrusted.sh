@@ -26,8 +26,9 @@ declare -A why=(
     [settings_array]="attribute 'settings' does not hold exactly one value"
     [dist_array]="/groups/main/total: attribute 'dist' does not hold exactly one value"
     [dims9]="/groups/main/total: it has 9 dimensions, not 0"
-    [epoch_changed]="its metadata \(epoch, step, done, settings or group sizes\) does not match its checksum"
-    [settings_changed]="its metadata \(epoch, step, done, settings or group sizes\) does not match its checksum"
+    [epoch_changed]="its metadata \(format, epoch, step, done, settings or group sizes\) does not match its checksum"
+    [settings_changed]="its metadata \(format, epoch, step, done, settings or group sizes\) does not match its checksum"
+    [format_changed]="its metadata \(format, epoch, step, done, settings or group sizes\) does not match its checksum"
     [shape_crafted]="/groups/main/total: it has 1 dimensions, not 0"
     [swapped]="/groups/main/(total|cursor): checksum mismatch"
     [huge_chunked]="/groups/main/total: it has 1 dimensions, not 0"
@@ -74,6 +75,17 @@ run unterminated-verify "$CAIRN" ckpt verify unterminated/ckpt/ckpt-e000003.h5
 expect_rc unterminated/verify-accepts unterminated-verify 0
 mpi unterminated-run 2 run "$JOBS/counter.cfg" --run-dir unterminated "${set_2[@]}"
 expect_grep unterminated/resumed unterminated-run.out "resuming after epoch 3 "
+
+# a consistent file of another format: refused (exit 2), not marked bad
+cp -r ref other
+/usr/bin/python3 "$CAIRN_ROOT/regression/damage.py" format_other other/ckpt/ckpt-e000003.h5
+run other-verify "$CAIRN" ckpt verify other/ckpt/ckpt-e000003.h5
+expect_rc other/verify-refuses other-verify 2
+expect_grep other/verify-says other-verify.err "it has checkpoint format 7; this cairn reads format 2"
+mpi other-run 2 run "$JOBS/counter.cfg" --run-dir other "${set_2[@]}"
+expect_rc other/run-refuses other-run 2
+run other-ls "$CAIRN" ckpt ls other/ckpt
+expect_eq other/not-marked-bad "$(grep -c 'bad$' other-ls.out)" 0
 
 # a FIFO where the index names a checkpoint: skipped, not opened
 cp -r ref fifo
