@@ -299,9 +299,14 @@ static int share_job_text(MPI_Comm world, const char *path, char **text)
     size_t n = 0;
     char *buf = NULL;
     MPI_Comm_rank(world, &me);
-    if (me == 0 && fsx_read_all(path, &buf, &n) == 0) len = (long long)n;
+    /* never open a FIFO or read a huge file: -1 unreadable, -2 too large */
+    if (me == 0 && !fsx_is_regular(path)) len = -1;
+    else if (me == 0 && fsx_file_size(path) > CONFIG_MAX_BYTES) len = -2;
+    else if (me == 0 && fsx_read_all(path, &buf, &n) == 0) len = (long long)n;
     CAIRN_CHECK_MPI(MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, world));
-    if (len < 0) CAIRN_FAIL(CAIRN_EINPUT, "%s: cannot read job file", path);
+    if (len == -2)
+        CAIRN_FAIL(CAIRN_EINPUT, "%s: job file larger than %d bytes, the limit", path, CONFIG_MAX_BYTES);
+    if (len < 0) CAIRN_FAIL(CAIRN_EINPUT, "%s: cannot read job file (not a readable regular file)", path);
     if (me != 0) {
         buf = malloc((size_t)len + 1);
         CAIRN_CHECK_ALLOC(buf);

@@ -46,7 +46,8 @@ void cfg_locate(struct cfg *c, const config_setting_t *s, const char **file, int
             }
         }
     }
-    for (int i = 0; config_setting_source_line(s) == 0 && i < c->n_ov; i++) {
+    bool made_by_set = config_setting_parent(s) && config_setting_source_line(s) == 0;
+    for (int i = 0; made_by_set && i < c->n_ov; i++) {
         for (const config_setting_t *p = c->ov[i].s; p; p = config_setting_parent(p)) {
             if (p == s) { /* a group that --set created on the way to its key */
                 *file = c->ov[i].text;

@@ -3,6 +3,8 @@
 #ifndef CAIRN_CONFIG_PRIV_H
 #define CAIRN_CONFIG_PRIV_H
 
+#include "cairn/config.h"
+
 #include <libconfig.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -55,7 +57,7 @@ const config_setting_t *cfg_section(struct cfg *c, const config_setting_t *root,
  * dir resolves relative @include names; line is the number of the text's
  * first line (0 for a --set value, whose problems carry no line); depth is
  * the include depth of `text`. */
-enum { CFG_MAX_BYTES = 1 << 20, CFG_MAX_LINE = 16384, CFG_MAX_INCLUDE = 8 };
+enum { CFG_MAX_BYTES = CONFIG_MAX_BYTES, CFG_MAX_LINE = 16384, CFG_MAX_INCLUDE = 8 };
 int cfg_text_check(struct diags *d, const char *file, const char *text, const char *dir, int line,
                    int depth);
 

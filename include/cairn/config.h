@@ -6,6 +6,9 @@
 struct job;
 struct diags;
 
+/* The largest job file (and included file) cairn reads, in bytes. */
+#define CONFIG_MAX_BYTES (1 << 20)
+
 /* Read `path` (or parse `text`, if not NULL, naming it `path` in messages),
  * apply overrides ("key=value", key a dotted libconfig path
  * such as checkpoint.every or groups.[0].ranks), and check every key.

@@ -8,8 +8,8 @@
  * datasets of other shapes, types, layouts or names, huge chunked extents,
  * deleted links, an edited settings text.  `ckpt verify` (with and without
  * the job's settings), the per-blob reader and extract then run on the
- * file.  Any crash, hang or sanitizer finding is a bug; a file they accept
- * must really be consistent, so accepted files are read back whole. */
+ * file.  Any crash, hang, sanitizer finding or HDF5 object left open is a
+ * bug. */
 #include "cairn/checksum.h"
 #include "cairn/ckpt_file.h"
 #include "cairn/tensor.h"
@@ -301,5 +301,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ckpt_file_extract(path, all, 3, out);
     unlink(out);
     unlink(path);
+    /* every path, failing ones included, must close what it opened */
+    ssize_t open_ids = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
+    if (open_ids != 0) {
+        fprintf(stderr, "fuzz_ckpt: %zd HDF5 objects left open\n", open_ids);
+        abort();
+    }
     return 0;
 }

@@ -56,3 +56,13 @@ run set-long "$CAIRN" check "$JOBS/counter.cfg" --set seed=4294967296L
 expect_rc set-long/exit set-long 0
 run set-path "$CAIRN" check "$JOBS/counter.cfg" --set checkpoint.dir=runs/4294967296
 expect_rc set-path/bare-string-ok set-path 0
+printf 'seed = 1;\ngroups = ( { name = "g"; ranks = 1; } );\n' >noname.cfg
+run set-innocent "$CAIRN" check noname.cfg --set seed=2
+expect_grep set-innocent/blames-the-file set-innocent.err "^noname.cfg:1: missing key 'name'"
+# the same under mpirun: rank 0 never opens the FIFO or reads the big file
+mpi run-fifo 2 run fifo.cfg
+expect_rc run-fifo/exit run-fifo 2
+expect_grep run-fifo/message run-fifo.err "fifo.cfg: cannot read job file \(not a readable regular file\)"
+mpi run-big 2 run big.cfg
+expect_rc run-big/exit run-big 2
+expect_grep run-big/message run-big.err "big.cfg: job file larger than 1048576 bytes, the limit"
