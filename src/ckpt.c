@@ -482,9 +482,11 @@ static int failed(struct ckpt_mgr *c, const char *what, const struct ckpt_meta *
     if (c->spec->abort_on_failure)
         return cairn_err_wrap(rc, "%s %s failed (checkpoint.on_failure = \"abort\"): ", what, at);
     if (is_root(c)) {
-        runlog_line(c->rt->log, "warning: %s %s failed: %s; the last committed checkpoint stays "
-                                "the newest",
-                    what, at, cairn_errmsg());
+        /* c->committed: this run resumed or committed one; a run that did
+         * neither found none to resume (or deleted them with --force) */
+        runlog_line(c->rt->log, "warning: %s %s failed: %s; %s", what, at, cairn_errmsg(),
+                    c->committed ? "the last committed checkpoint stays the newest"
+                                 : "no checkpoint is committed yet, so a rerun starts over");
         runlog_metric(c->rt->log, "ckpt_failed", m->epoch, m->step, "");
     }
     return 0;

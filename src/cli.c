@@ -92,7 +92,7 @@ static const char usage_data[] =
 static const char usage_ckpt[] =
     "usage: cairn ckpt ls DIR\n"
     "       cairn ckpt verify FILE [--job JOB.cfg [--set KEY=VALUE]... [--ranks N]]\n"
-    "       cairn ckpt extract DIR [--epoch E] --blob GROUP/BLOB... -o OUT.h5\n"
+    "       cairn ckpt extract DIR [--epoch E] --blob GROUP/BLOB [--blob GROUP/BLOB]... -o OUT.h5\n"
     "\n"
     "  ls       one line per checkpoint in DIR's index, newest last, tab-separated:\n"
     "           epoch, step, file, bytes, status (ok or bad)\n"
@@ -490,8 +490,13 @@ static int ckpt_extract(int argc, char **argv)
             goto done;
         }
     }
+    if (optind < argc - 1 && n > 0) { /* "--blob a b": b is no DIR */
+        code = usage_error(usage_ckpt, "unexpected argument '%s': each blob needs its own --blob "
+                                       "(--blob GROUP/A --blob GROUP/B)", argv[optind + 1]);
+        goto done;
+    }
     if (optind != argc - 1 || !out || n == 0) {
-        code = usage_error(usage_ckpt, "%s", "extract needs DIR, --blob and -o");
+        code = usage_error(usage_ckpt, "%s", "extract needs DIR, --blob GROUP/BLOB (once per blob) and -o OUT.h5");
         goto done;
     }
     struct ckpt_entry e;

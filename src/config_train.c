@@ -242,6 +242,8 @@ void cfg_train(struct cfg *c, const config_setting_t *root)
         static const char *const keys[] = {"grads", "compare_gatherv", NULL};
         cfg_keys(c, dbg, "debug", keys);
         t->debug_grads = cfg_str(c, dbg, "grads", false, NULL);
+        if (t->debug_grads && !*t->debug_grads)
+            cfg_err(c, config_setting_get_member(dbg, "grads"), "debug.grads must name a file");
         t->debug_gatherv = cfg_bool(c, dbg, "compare_gatherv", false);
     }
     parse_stop_metrics(c, root, t);

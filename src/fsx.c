@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,5 +182,19 @@ int fsx_allocate(const char *path, int64_t bytes)
     }
 cleanup:
     if (fd >= 0) close(fd);
+    return rc;
+}
+
+int fsx_probe_create(const char *path)
+{
+    int rc = 0;
+    bool existed = access(path, F_OK) == 0;
+    if (existed && !fsx_is_regular(path))
+        CAIRN_FAIL(CAIRN_EINPUT, "%s exists and is not a regular file", path);
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    CAIRN_CHECK_ERRNO(fd >= 0, CAIRN_EINPUT, "cannot create %s", path);
+    close(fd);
+    if (!existed) unlink(path);
+cleanup:
     return rc;
 }

@@ -405,6 +405,21 @@ cleanup:
     return rc;
 }
 
+/* A preemption signal that came after the last step (during the final
+ * checkpoint, the download or exit) asked for nothing more: the job
+ * finished.  Say so, rather than ignore it silently. */
+static int log_late_signal(struct runtime *rt)
+{
+    int rc = 0, sig = preempt_signal();
+    CAIRN_CHECK(coll_allreduce(MPI_IN_PLACE, &sig, 1, MPI_INT, MPI_MAX, rt->layout->world));
+    if (sig && is_root(rt))
+        runlog_line(rt->log, "signal %s came after the last step: the job finished instead of "
+                             "stopping, with nothing more to save",
+                    preempt_signal_name(sig));
+cleanup:
+    return rc;
+}
+
 /* ---- entry ---------------------------------------------------------------- */
 
 static int setup(MPI_Comm world, const struct plan *p, const struct run_opts *o,
@@ -468,6 +483,7 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
     CAIRN_CHECK(ckpt_upload(rt.ckpt));
     CAIRN_CHECK(run_phase(&rt, PHASE_DOWNLOAD));
     CAIRN_CHECK(run_phase(&rt, PHASE_EXIT));
+    CAIRN_CHECK(log_late_signal(&rt));
     *epochs = m.epoch;
     if (is_root(&rt)) {
         ckpt_run_ended(rt.ckpt);

@@ -13,6 +13,7 @@
 
 #include "cairn/coll.h"
 #include "cairn/error.h"
+#include "cairn/fsx.h"
 #include "cairn/exec.h"
 #include "cairn/layout.h"
 #include "cairn/model.h"
@@ -287,7 +288,11 @@ int trainer_create(struct runtime *rt, struct trainer **out)
     t->esz = dtype_size(t->dt);
     t->blacs_sys = t->ctx_all = t->ctx_ps = t->ctx_root = -1;
     assign_role(t);
-    rc = coll_agree(rt->layout->world, setup_role(t));
+    /* output paths are checked at the door, not after the first step */
+    rc = rt->layout->rank == 0 && t->spec->debug_grads ? fsx_probe_create(t->spec->debug_grads) : 0;
+    if (rc) cairn_err_wrap(rc, "debug.grads: ");
+    rc = coll_agree(rt->layout->world, rc);
+    if (rc == 0) rc = coll_agree(rt->layout->world, setup_role(t));
     if (rc == 0) rc = share_counts(t);
     if (rc == 0) rc = coll_agree(rt->layout->world, dl_create(t));
     if (rc) {

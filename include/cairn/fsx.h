@@ -22,6 +22,10 @@ int fsx_copy_atomic(const char *src, const char *dst);
 int64_t fsx_file_size(const char *path); /* -1 if missing */
 /* Is path a regular file (not missing, a directory, a FIFO or a device)? */
 int fsx_is_regular(const char *path);
+/* Can path be created (or overwritten)?  Creates it to find out, and
+ * removes it again if it did not exist.  Errors: CAIRN_EINPUT naming the
+ * path and the cause. */
+int fsx_probe_create(const char *path);
 /* Give path (created if missing) at least `bytes` of allocated disk space,
  * so that writes below that size cannot fail for want of space.
  * Errors: CAIRN_EIO naming the path and the cause (ENOSPC, EDQUOT, ...). */

@@ -23,6 +23,13 @@ done
 run x7 "$CAIRN" ckpt extract ref/ckpt --epoch 7 --blob main/total -o t7.h5
 expect_rc extract/never-committed x7 2
 expect_grep extract/never-committed-message x7.err "no such checkpoint: epoch 7 in ref/ckpt \(committed: 0 1 2 3 4\)"
+# two blobs after one --blob: the message says each needs its own
+run x2 "$CAIRN" ckpt extract ref/ckpt --blob main/total main/cursor -o t2.h5
+expect_rc extract/one-flag-two-blobs x2 2
+expect_grep extract/each-needs-its-own x2.err "unexpected argument 'main/cursor': each blob needs its own --blob"
+run x3 "$CAIRN" ckpt extract ref/ckpt --blob main/total --blob main/cursor -o t3.h5
+expect_rc extract/two-blobs x3 0
+expect_eq extract/two-blobs-value "$(h5val t3.h5 main/cursor)" 10
 
 # a resume from every committed epoch ends with the uninterrupted result
 want=(103 115 136 145)

@@ -45,6 +45,7 @@ for policy in warn abort; do
 done
 expect_rc full-warn/exit full-warn 0
 expect_grep full-warn/warned full-warn.out "warning: checkpoint after epoch 0 failed: .*no room for a checkpoint of [0-9]+ bytes: .*No space left on device"
+expect_grep full-warn/nothing-to-fall-back-on full-warn.out "no checkpoint is committed yet, so a rerun starts over"
 expect_eq full-warn/same-result "$(metric run-warn/metrics.jsonl log result)" "$want"
 expect_eq full-warn/nothing-committed "$(ls full-warn)" fill.ballast
 expect_rc full-abort/exit full-abort 3
@@ -64,7 +65,7 @@ for point in allocate write after_rename; do
         expect_grep "$name/filled" "$name.err" "CAIRN_FAULT fills the file system of .* at $point"
         if [ $policy = warn ]; then
             expect_rc "$name/exit" "$name" 0
-            expect_grep "$name/warned" "$name.out" "warning: checkpoint after epoch 2 failed: .*(No space left on device|no room)"
+            expect_grep "$name/warned" "$name.out" "warning: checkpoint after epoch 2 failed: .*(No space left on device|no room).*; the last committed checkpoint stays the newest"
             expect_eq "$name/same-result" "$(metric "run-$name/metrics.jsonl" log result)" "$want"
         else
             expect_rc "$name/exit" "$name" 3

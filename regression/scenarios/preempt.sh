@@ -102,3 +102,10 @@ expect_eq counter/result "$(metric c/metrics.jsonl log result)" 145
 CAIRN_FAULT=signal:KILL:0 mpi badsig 1 run "$JOBS/counter.cfg" --run-dir bs
 expect_rc bad-fault/exit badsig 2
 expect_grep bad-fault/message badsig.err "CAIRN_FAULT='signal:KILL:0' is not"
+
+# a signal after the last step: the job finishes, and says why it did not stop
+"$CAIRN" data range --out counter.h5 --count 10 >/dev/null
+CAIRN_FAULT=signal:USR1:1:4 mpi late 2 run "$JOBS/counter.cfg" --run-dir late --set groups.0.ranks=2
+expect_rc late/exit late 0
+expect_grep late/said-so late.out "signal USR1 came after the last step: the job finished instead of stopping"
+expect_eq late/result "$(metric late/metrics.jsonl log result)" 145

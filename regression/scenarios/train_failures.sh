@@ -48,3 +48,16 @@ expect_rc nan/exit nan 3
 expect_grep nan/stage-named nan.err "epoch 1 step 1: task 'train1' \(group stage1\): op 'train_step' .*the training loss is NaN in pipeline stage 1 \(replica 0\); on_nan = \"abort\""
 mpi nan-ignore 3 run t.cfg --run-dir nani --set data.file=nan.h5 --set on_nan=ignore
 expect_rc nan/ignore-runs-on nan-ignore 0
+
+# debug.grads is checked at the door: empty at check time, uncreatable
+# before the first step (it used to fail after step 1 with no file named)
+run grads-empty "$CAIRN" check t.cfg --set 'debug.grads=""'
+expect_rc debug-grads/empty-exit grads-empty 2
+expect_grep debug-grads/empty-message grads-empty.err "^--set debug.grads=\"\": debug.grads must name a file"
+mpi grads-dir 3 run t.cfg --run-dir grads-dir --set 'debug.grads="no/such/dir/g.h5"'
+expect_rc debug-grads/uncreatable-exit grads-dir 2
+expect_grep debug-grads/uncreatable-message grads-dir.err "debug.grads: cannot create no/such/dir/g.h5: No such file or directory"
+expect_count debug-grads/no-step-ran grads-dir/cairn.log "epoch 1 " 0
+mpi grads-ok 3 run t.cfg --run-dir grads-ok --set 'debug.grads="g.h5"' --set stop.max_epochs=1
+expect_rc debug-grads/ok-exit grads-ok 0
+expect_eq debug-grads/written "$(py 'import h5py; print(sorted(h5py.File("g.h5", "r")["grads"]))')" "['L0', 'L1']"
