@@ -97,12 +97,15 @@ static void parse_data(struct cfg *c, const config_setting_t *root, struct train
     t->shuffle = cfg_bool(c, d, "shuffle", true);
 }
 
-/* Layers per stage: given, or as even as possible (earlier stages one more). */
-static void parse_balance(struct cfg *c, const config_setting_t *p, struct train_spec *t)
+/* Layers per stage: given, or as even as possible (earlier stages one more).
+ * After a reported problem with pipeline.stages, the balance is not held
+ * against the stand-in count: each problem is reported once. */
+static void parse_balance(struct cfg *c, const config_setting_t *p, struct train_spec *t,
+                          bool stages_bad)
 {
     t->balance = arena_alloc(c->a, (size_t)(t->stages + 1) * sizeof *t->balance);
     const config_setting_t *b = p ? config_setting_get_member(p, "balance") : NULL;
-    if (!b) {
+    if (!b || stages_bad) {
         for (int64_t s = 0; s < t->stages; s++)
             t->balance[s] = t->n_layers / t->stages + (s < t->n_layers % t->stages);
         return;
@@ -147,13 +150,16 @@ static void parse_pipeline(struct cfg *c, const config_setting_t *root, struct t
     static const char *const modes[] = {"always", "except_last", "never", NULL};
     static const char *const scheds[] = {"gpipe", "1f1b", NULL};
     const config_setting_t *p = cfg_section(c, root, "pipeline", "{ stages = N; chunks = M; }");
+    bool stages_bad = false;
     t->stages = 1;
     t->chunks = 1;
     t->recompute = RECOMPUTE_EXCEPT_LAST;
     t->schedule = SCHEDULE_GPIPE;
     if (p) {
         cfg_keys(c, p, "pipeline", keys);
+        int before = c->errors;
         t->stages = cfg_int(c, p, "stages", false, 1, 1, 1 << 16);
+        stages_bad = c->errors > before;
         t->chunks = cfg_int(c, p, "chunks", false, 1, 1, 1 << 20);
         t->recompute = (enum recompute)cfg_choice(c, p, "checkpoint", modes, RECOMPUTE_EXCEPT_LAST,
                                                   "pipeline.checkpoint");
@@ -165,8 +171,9 @@ static void parse_pipeline(struct cfg *c, const config_setting_t *root, struct t
                 "pipeline.stages = %lld but the model has %d layer%s: every stage needs at least one",
                 (long long)t->stages, t->n_layers, t->n_layers == 1 ? "" : "s");
         t->stages = t->n_layers;
+        stages_bad = true;
     }
-    parse_balance(c, p, t);
+    parse_balance(c, p, t, stages_bad);
 }
 
 static void parse_ps(struct cfg *c, const config_setting_t *root, struct train_spec *t)
@@ -221,6 +228,32 @@ static void reject_orphans(struct cfg *c, const config_setting_t *root)
                 cfg_err(c, config_setting_get_member(s, *k), "stop.%s needs a 'model' section", *k);
 }
 
+/* Where `key` of section `sec` is set, or else the section, or else the
+ * model section. */
+static void locate_key(struct cfg *c, const config_setting_t *root, const char *sec,
+                       const char *key, const char **file, int *line)
+{
+    const config_setting_t *g = sec ? config_setting_get_member(root, sec) : root;
+    const config_setting_t *k = g && config_setting_is_group(g) ? config_setting_get_member(g, key) : NULL;
+    *file = c->job->train->file;
+    *line = c->job->train->line;
+    if (k || g != root) cfg_locate(c, k ? k : g, file, line);
+}
+
+static void locate_sizes(struct cfg *c, const config_setting_t *root, struct train_spec *t)
+{
+    if (t->replicas > 1 && config_setting_get_member(root, "replicas"))
+        locate_key(c, root, NULL, "replicas", &t->stages_file, &t->stages_line);
+    else if (config_setting_get_member(root, "pipeline"))
+        locate_key(c, root, "pipeline", "stages", &t->stages_file, &t->stages_line);
+    else
+        locate_key(c, root, NULL, "model", &t->stages_file, &t->stages_line);
+    if (config_setting_get_member(root, "ps"))
+        locate_key(c, root, "ps", "shards", &t->shards_file, &t->shards_line);
+    else
+        locate_key(c, root, NULL, "model", &t->shards_file, &t->shards_line);
+}
+
 void cfg_train(struct cfg *c, const config_setting_t *root)
 {
     const config_setting_t *m = cfg_section(c, root, "model", "{ inputs = N; layers = (...); }");
@@ -235,6 +268,7 @@ void cfg_train(struct cfg *c, const config_setting_t *root)
     parse_pipeline(c, root, t);
     parse_ps(c, root, t);
     t->replicas = cfg_int(c, root, "replicas", false, 1, 1, 1 << 16);
+    locate_sizes(c, root, t);
     static const char *const nan[] = {"abort", "ignore", NULL};
     t->abort_on_nan = cfg_choice(c, root, "on_nan", nan, 0, "on_nan") == 0;
     const config_setting_t *dbg = cfg_section(c, root, "debug", "{ grads = \"FILE.h5\"; }");

@@ -65,7 +65,10 @@ static void too_few_ranks(struct plan *p, struct diags *d)
     for (int i = 0; i < p->n_groups; i++)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s: %d", i ? ", " : "",
                  p->groups[i].name, p->groups[i].nranks);
-    diags_add(d, p->job->file, p->groups[0].line ? p->groups[0].line : 1,
+    /* at the setting that sizes the first group (a model job's replicas or
+     * pipeline.stages, which may be a --set) */
+    const struct group *g = &p->groups[0];
+    diags_add(d, g->file ? g->file : p->job->file, g->file && !g->line ? 0 : g->line ? g->line : 1,
               "the job needs %d ranks (%s) but was given %d", p->used_ranks, list, p->nranks);
 }
 

@@ -117,8 +117,10 @@ int trainplan_groups(struct plan *p, struct group **gen, int *n_gen, struct diag
     struct group *g = arena_alloc(p->arena, (size_t)n * sizeof *g);
     for (int s = 0; s < S; s++)
         g[s] = (struct group){.name = arena_printf(p->arena, "stage%d", s),
-                              .nranks = (int)t->replicas, .file = t->file, .line = t->line};
-    g[S] = (struct group){.name = "ps", .nranks = (int)t->shards, .file = t->file, .line = t->line};
+                              .nranks = (int)t->replicas, .file = t->stages_file,
+                              .line = t->stages_line};
+    g[S] = (struct group){.name = "ps", .nranks = (int)t->shards, .file = t->shards_file,
+                          .line = t->shards_line};
     int errors = 0;
     for (int i = 0; i < p->job->n_groups; i++) {
         const struct group_spec *u = &p->job->groups[i];

@@ -119,6 +119,10 @@ struct layer_spec {
 struct train_spec {
     const char *file; /* where the model section is, for messages */
     int line;
+    /* the settings that size the groups, for messages about rank counts:
+     * replicas or pipeline.stages (stage groups), ps.shards (ps group) */
+    const char *stages_file, *shards_file;
+    int stages_line, shards_line;
     /* model */
     int64_t inputs;
     struct layer_spec *layers;

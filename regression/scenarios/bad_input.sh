@@ -66,3 +66,17 @@ expect_grep run-fifo/message run-fifo.err "fifo.cfg: cannot read job file \(not 
 mpi run-big 2 run big.cfg
 expect_rc run-big/exit run-big 2
 expect_grep run-big/message run-big.err "big.cfg: job file larger than 1048576 bytes, the limit"
+# one problem, one message, with the value the user gave (no follow-on
+# complaint about balance measured against a stand-in stage count)
+for v in 5 0; do
+    run "stages-$v" "$CAIRN" check "$JOBS/demo.cfg" --set "pipeline.stages=$v"
+    expect_rc "stages-$v/exit" "stages-$v" 2
+    expect_count "stages-$v/one-message" "stages-$v.err" . 1
+done
+expect_grep stages-5/says-5 stages-5.err "^--set pipeline.stages=5: pipeline.stages = 5 but the model has 4 layers"
+expect_grep stages-0/says-0 stages-0.err "^--set pipeline.stages=0: 'stages' must be in 1..65536, got 0"
+# too few ranks for a model job: said at the setting that decides the count
+run ranks-stages "$CAIRN" check "$JOBS/demo.cfg" --ranks 4 --set pipeline.stages=3 --set 'pipeline.balance=[2,1,1]'
+expect_grep ranks/at-the-set ranks-stages.err "^--set pipeline.stages=3: the job needs 5 ranks \(stage0: 1, stage1: 1, stage2: 1, ps: 2\) but was given 4"
+run ranks-demo "$CAIRN" check "$JOBS/demo.cfg" --ranks 3
+expect_grep ranks/at-pipeline ranks-demo.err "demo.cfg:$(grep -n '^pipeline' "$JOBS/demo.cfg" | cut -d: -f1): the job needs 4 ranks"
