@@ -346,6 +346,17 @@ cleanup:
     return rc;
 }
 
+/* RUN_DIR/exit_status: cairn's own exit code, for a batch script whose
+ * launcher reports another (mpirun signalled by Slurm returns 1 after its
+ * ranks exited 75).  Best effort: the run's outcome does not depend on it. */
+static void write_exit_status(const char *run_dir, int code)
+{
+    char path[4200], text[16];
+    int n = snprintf(text, sizeof text, "%d\n", code);
+    if (fsx_join(path, sizeof path, run_dir, "exit_status") == 0 && fsx_mkdir_p(run_dir) == 0)
+        fsx_write_atomic(path, text, (size_t)n);
+}
+
 static int cmd_run(int argc, char **argv)
 {
     struct args a = {0};
@@ -367,6 +378,7 @@ static int cmd_run(int argc, char **argv)
     struct diags d = {0};
     int64_t epochs = 0;
     char run_dir[4096];
+    bool ran = false;
     rc = load_for_run(MPI_COMM_WORLD, &a, &job, &plan, &d, threads);
     if (rc == 0) {
         if (a.run_dir)
@@ -375,11 +387,13 @@ static int cmd_run(int argc, char **argv)
             snprintf(run_dir, sizeof run_dir, "runs/%s", job->name);
         struct run_opts o = {.run_dir = run_dir, .resume = a.resume, .no_requeue = a.no_requeue};
         rc = runner_run(MPI_COMM_WORLD, plan, &o, &epochs);
+        ran = true;
     }
     if (rc && me == 0) {
         diags_print(&d, stderr);
         if (d.n == 0) fprintf(stderr, "cairn: %s\n", cairn_errmsg());
     }
+    if (me == 0 && ran) write_exit_status(run_dir, cairn_exit_code(rc));
     diags_free(&d);
     plan_destroy(&plan);
     job_destroy(&job);

@@ -28,6 +28,7 @@ expect_rc base/exit base 0
 # USR1 on a PS shard (rank 3) in epoch 2; resumed with 3 shards
 CAIRN_FAULT=signal:USR1:3:2 mpi usr1 4 run p.cfg --run-dir u
 expect_rc usr1/exit-75 usr1 75
+expect_eq usr1/exit-status-file "$(cat u/exit_status)" 75
 expect_grep usr1/message usr1.err "^cairn: preempted by signal USR1 in epoch 2 after step 1: checkpoint saved in u/ckpt; exit 75: rerun to continue$"
 expect_count usr1/message-once usr1.err "^cairn: preempted" 1
 expect_eq usr1/mid-epoch-checkpoint "$("$CAIRN" ckpt ls u/ckpt | tail -n 1 | cut -f1-3,5)" "1	1	ckpt-e000001-s000001.h5	ok"
@@ -107,5 +108,6 @@ expect_grep bad-fault/message badsig.err "CAIRN_FAULT='signal:KILL:0' is not"
 "$CAIRN" data range --out counter.h5 --count 10 >/dev/null
 CAIRN_FAULT=signal:USR1:1:4 mpi late 2 run "$JOBS/counter.cfg" --run-dir late --set groups.0.ranks=2
 expect_rc late/exit late 0
+expect_eq late/exit-status-file "$(cat late/exit_status)" 0
 expect_grep late/said-so late.out "signal USR1 came after the last step: the job finished instead of stopping"
 expect_eq late/result "$(metric late/metrics.jsonl log result)" 145

@@ -121,6 +121,8 @@ expect_eq requeue/completed "$(job_wait "$j")" COMPLETED
 # USR1, through the launcher: whichever comes first names the stop
 expect_grep requeue/saved-on-term requeue/cairn.log "preempted by signal (TERM|USR1) in epoch 2 after step [0-9]+: saving"
 expect_grep requeue/left-to-slurm requeue/cairn.log "not requeueing slurm job $j: it is [A-Z_]+ already"
+# whatever mpirun returns when Slurm signals it, the log says what cairn did
+expect_grep requeue/exit-75-logged requeue.out "cairn.sbatch: cairn exited with 75[ ,]"
 s=$(preempted_step requeue)
 expect_grep requeue/resumed-at-step requeue/cairn.log "resuming in epoch 2 after step $s \(init skipped\)"
 same_model requeue/same-model-bitwise base/model.h5 requeue/model.h5
