@@ -48,6 +48,15 @@ def replace_dataset(f, path, data, keep_attrs=True, **kw):
     return d
 
 
+def seal_meta(f):
+    """Give f a meta_checksum matching its (changed) root metadata."""
+    a, g = f.attrs, f["groups/main"]
+    meta = "format=%d\nepoch=%d\nstep=%d\ndone=%d\nseed=%d\nworld_size=%d\ngroup main ranks=%d\n" % (
+        a["format_version"], a["epoch"], a["step"], a["done"], a["seed"], a["world_size"], g.attrs["ranks"])
+    meta += a["settings"].decode().rstrip("\0")
+    replace_attr(f, "meta_checksum", np.bytes_(b"%016x\0" % fnv(meta)))
+
+
 def damage(kind, f):
     if kind == "w_rows":  # jobs/sharded.cfg: a row more, with a correct checksum
         v = np.concatenate([f["groups/store/w"][()], np.zeros((1, 3))])
@@ -68,11 +77,11 @@ def damage(kind, f):
         f.attrs["format_version"] = np.int32(7)
     elif kind == "format_other":  # a consistent file of another format: not damage
         f.attrs["format_version"] = np.int32(7)
-        a = f.attrs
-        meta = "format=7\nepoch=%d\nstep=%d\ndone=%d\nseed=%d\nworld_size=%d\ngroup main ranks=%d\n" % (
-            a["epoch"], a["step"], a["done"], a["seed"], a["world_size"], g.attrs["ranks"])
-        meta += a["settings"].decode()
-        replace_attr(f, "meta_checksum", np.bytes_(b"%016x\0" % fnv(meta)))
+        seal_meta(f)
+    elif kind == "settings_dup":  # a blob listed twice, the metadata checksum consistent
+        s = f.attrs["settings"].decode()
+        replace_attr(f, "settings", np.bytes_(s.encode() + b"blob main/total=i64[] replicated\n\0"))
+        seal_meta(f)
     elif kind == "format_string":
         replace_attr(f, "format_version", np.bytes_(b"2"))
     elif kind == "ranks_array":

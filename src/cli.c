@@ -295,18 +295,17 @@ done:
 static int share_job_text(MPI_Comm world, const char *path, char **text)
 {
     int rc = 0, me = 0;
-    long long len = -1;
-    size_t n = 0;
     char *buf = NULL;
+    struct verdict {
+        long long len; /* -1: rank 0 could not read it, for why */
+        char why[1024];
+    } v = {.len = -1};
     MPI_Comm_rank(world, &me);
-    /* never open a FIFO or read a huge file: -1 unreadable, -2 too large */
-    if (me == 0 && !fsx_is_regular(path)) len = -1;
-    else if (me == 0 && fsx_file_size(path) > CONFIG_MAX_BYTES) len = -2;
-    else if (me == 0 && fsx_read_all(path, &buf, &n) == 0) len = (long long)n;
-    CAIRN_CHECK_MPI(MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, world));
-    if (len == -2)
-        CAIRN_FAIL(CAIRN_EINPUT, "%s: job file larger than %d bytes, the limit", path, CONFIG_MAX_BYTES);
-    if (len < 0) CAIRN_FAIL(CAIRN_EINPUT, "%s: cannot read job file (not a readable regular file)", path);
+    if (me == 0 && config_read_text(path, &buf) == 0) v.len = (long long)strlen(buf);
+    if (me == 0 && v.len < 0) snprintf(v.why, sizeof v.why, "%s", cairn_errmsg());
+    CAIRN_CHECK_MPI(MPI_Bcast(&v, (int)sizeof v, MPI_BYTE, 0, world));
+    long long len = v.len;
+    if (len < 0) CAIRN_FAIL(CAIRN_EINPUT, "%s: %s", path, v.why);
     if (me != 0) {
         buf = malloc((size_t)len + 1);
         CAIRN_CHECK_ALLOC(buf);

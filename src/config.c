@@ -8,7 +8,6 @@
 #include "cairn/arena.h"
 #include "cairn/diag.h"
 #include "cairn/error.h"
-#include "cairn/fsx.h"
 #include "cairn/job.h"
 #include "cairn/preempt.h"
 #include "config_priv.h"
@@ -889,6 +888,7 @@ int config_load(const char *path, const char *text, const char *const *sets, int
                 struct diags *d)
 {
     int rc = 0;
+    char *own = NULL;
     config_t cf;
     config_init(&cf);
     struct job *j = NULL;
@@ -903,32 +903,14 @@ int config_load(const char *path, const char *text, const char *const *sets, int
     snprintf(dir, sizeof dir, "%s", path);
     const char *inc_dir = dirname(dir); /* may be a static ".", not dir */
     config_set_include_dir(&cf, inc_dir);
-    if (!text && !fsx_is_regular(path)) {
-        diags_add(d, path, 0, "cannot read job file: not a regular file");
+    /* the text checked is the text parsed: read once, here */
+    if (!text && !(text = own = cfg_read_text(d, path)))
         CAIRN_FAIL(CAIRN_EINPUT, "%s: not a readable job file", path);
-    }
-    int problems = 0;
-    if (text) {
-        problems = cfg_text_check(d, path, text, inc_dir, 1, 0);
-    } else {
-        char *own = NULL;
-        size_t len = 0;
-        int64_t size = fsx_file_size(path);
-        if (size > CFG_MAX_BYTES)
-            diags_add(d, path, 0, "job file of %lld bytes; job files are limited to %d",
-                      (long long)size, CFG_MAX_BYTES), problems = 1;
-        else if (fsx_read_all(path, &own, &len) == 0)
-            problems = strlen(own) != len ? (diags_add(d, path, 0, "job file holds a NUL byte"), 1)
-                                          : cfg_text_check(d, path, own, inc_dir, 1, 0);
-        free(own);
-    }
-    if (problems) CAIRN_FAIL(CAIRN_EINPUT, "%s: not a readable job file", path);
-    if (!(text ? config_read_string(&cf, text) : config_read_file(&cf, path))) {
-        if (config_error_type(&cf) == CONFIG_ERR_FILE_IO)
-            diags_add(d, path, 0, "cannot read job file");
-        else
-            diags_add(d, config_error_file(&cf) ? config_error_file(&cf) : path,
-                      config_error_line(&cf), "%s", config_error_text(&cf));
+    if (cfg_text_check(d, path, text, inc_dir, 1, 0))
+        CAIRN_FAIL(CAIRN_EINPUT, "%s: not a readable job file", path);
+    if (!config_read_string(&cf, text)) {
+        diags_add(d, config_error_file(&cf) ? config_error_file(&cf) : path,
+                  config_error_line(&cf), "%s", config_error_text(&cf));
         CAIRN_FAIL(CAIRN_EINPUT, "%s: not a readable job file", path);
     }
     for (int i = 0; i < n_sets; i++) apply_set(&c, &cf, sets[i]);
@@ -939,6 +921,7 @@ int config_load(const char *path, const char *text, const char *const *sets, int
     j = NULL;
 cleanup:
     config_destroy(&cf);
+    free(own);
     if (j) job_destroy(&j);
     return rc;
 }

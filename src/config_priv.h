@@ -60,6 +60,9 @@ const config_setting_t *cfg_section(struct cfg *c, const config_setting_t *root,
 enum { CFG_MAX_BYTES = CONFIG_MAX_BYTES, CFG_MAX_LINE = 16384, CFG_MAX_INCLUDE = 8 };
 int cfg_text_check(struct diags *d, const char *file, const char *text, const char *dir, int line,
                    int depth);
+/* A job file's text (caller frees), or NULL after reporting why not: not a
+ * regular file, over CFG_MAX_BYTES, unreadable, or holding a NUL byte. */
+char *cfg_read_text(struct diags *d, const char *path);
 
 /* config_train.c: the model, data, pipeline, replicas, ps, on_nan, debug
  * sections and stop.accuracy / stop.loss. */

@@ -151,23 +151,37 @@ int cfg_text_check(struct diags *d, const char *file, const char *text, const ch
     return problems;
 }
 
-static int check_file(struct diags *d, const char *file, const char *dir, int depth)
+int config_read_text(const char *path, char **text)
+{
+    int rc = 0;
+    size_t len = 0;
+    int64_t size = fsx_file_size(path);
+    *text = NULL;
+    if (!fsx_is_regular(path)) CAIRN_FAIL(CAIRN_EINPUT, "cannot read job file: not a regular file");
+    if (size > CFG_MAX_BYTES)
+        CAIRN_FAIL(CAIRN_EINPUT, "job file of %lld bytes; job files are limited to %d",
+                   (long long)size, CFG_MAX_BYTES);
+    if (fsx_read_all(path, text, &len)) CAIRN_FAIL(CAIRN_EINPUT, "%s", cairn_errmsg());
+    if (strlen(*text) != len) CAIRN_FAIL(CAIRN_EINPUT, "job file holds a NUL byte");
+cleanup:
+    if (rc) {
+        free(*text);
+        *text = NULL;
+    }
+    return rc;
+}
+
+char *cfg_read_text(struct diags *d, const char *path)
 {
     char *text = NULL;
-    size_t len = 0;
-    int64_t size = fsx_file_size(file);
-    if (size > CFG_MAX_BYTES) {
-        diags_add(d, file, 0, "job file of %lld bytes; job files are limited to %d",
-                  (long long)size, CFG_MAX_BYTES);
-        return 1;
-    }
-    if (fsx_read_all(file, &text, &len)) {
-        diags_add(d, file, 0, "%s", cairn_errmsg());
-        return 1;
-    }
-    int problems = strlen(text) != len ? 1 : 0;
-    if (problems) diags_add(d, file, 0, "job file holds a NUL byte");
-    else problems = cfg_text_check(d, file, text, dir, 1, depth);
+    if (config_read_text(path, &text)) diags_add(d, path, 0, "%s", cairn_errmsg());
+    return text;
+}
+
+static int check_file(struct diags *d, const char *file, const char *dir, int depth)
+{
+    char *text = cfg_read_text(d, file);
+    int problems = text ? cfg_text_check(d, file, text, dir, 1, depth) : 1;
     free(text);
     return problems;
 }

@@ -42,8 +42,10 @@ int cairn_exit_code(int code)
 
 static int vset(int code, const char *file, int line, const char *fmt, va_list ap)
 {
+    char msg[sizeof last.msg]; /* the arguments may include cairn_errmsg() itself */
+    vsnprintf(msg, sizeof msg, fmt, ap);
     last.code = code;
-    vsnprintf(last.msg, sizeof last.msg, fmt, ap);
+    memcpy(last.msg, msg, sizeof msg);
     snprintf(last.where, sizeof last.where, "%s:%d", file ? file : "?", line);
     return code;
 }

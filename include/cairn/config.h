@@ -9,6 +9,11 @@ struct diags;
 /* The largest job file (and included file) cairn reads, in bytes. */
 #define CONFIG_MAX_BYTES (1 << 20)
 
+/* A job file's text (caller frees): a regular file (a FIFO is never
+ * opened) of at most CONFIG_MAX_BYTES with no NUL byte.  Not collective.
+ * Errors: CAIRN_EINPUT saying why (without the path). */
+int config_read_text(const char *path, char **text);
+
 /* Read `path` (or parse `text`, if not NULL, naming it `path` in messages),
  * apply overrides ("key=value", key a dotted libconfig path
  * such as checkpoint.every or groups.[0].ranks), and check every key.

@@ -62,10 +62,10 @@ expect_grep set-innocent/blames-the-file set-innocent.err "^noname.cfg:1: missin
 # the same under mpirun: rank 0 never opens the FIFO or reads the big file
 mpi run-fifo 2 run fifo.cfg
 expect_rc run-fifo/exit run-fifo 2
-expect_grep run-fifo/message run-fifo.err "fifo.cfg: cannot read job file \(not a readable regular file\)"
+expect_grep run-fifo/message run-fifo.err "fifo.cfg: cannot read job file: not a regular file"
 mpi run-big 2 run big.cfg
 expect_rc run-big/exit run-big 2
-expect_grep run-big/message run-big.err "big.cfg: job file larger than 1048576 bytes, the limit"
+expect_grep run-big/message run-big.err "big.cfg: job file of 1260000 bytes; job files are limited to 1048576"
 # one problem, one message, with the value the user gave (no follow-on
 # complaint about balance measured against a stand-in stage count)
 for v in 5 0; do

@@ -28,6 +28,7 @@ declare -A why=(
     [dims9]="/groups/main/total: it has 9 dimensions, not 0"
     [epoch_changed]="its metadata \(format, epoch, step, done, settings or group sizes\) does not match its checksum"
     [settings_changed]="its metadata \(format, epoch, step, done, settings or group sizes\) does not match its checksum"
+    [settings_dup]="its settings list blob main/total twice"
     [format_changed]="its metadata \(format, epoch, step, done, settings or group sizes\) does not match its checksum"
     [shape_crafted]="/groups/main/total: it has 1 dimensions, not 0"
     [swapped]="/groups/main/(total|cursor): checksum mismatch"
