@@ -15,8 +15,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
 job=$root/jobs/demo.cfg
 
 echo "== data: 32768 samples, 32 features, 8 classes (2 ranks write it in parallel)"
-mpirun -np 2 "$cairn" data synth --out demo.h5 --samples 32768 --features 32 --classes 8 \
-    --hidden 4 --seed 11
+CAIRN=$cairn "$root/jobs/demo_data.sh" demo.h5 2
 rm -rf runs/demo
 echo "== the plan"
 "$cairn" print "$job"

@@ -30,14 +30,35 @@ h5val() {
     py 'import h5py,sys; print(h5py.File(sys.argv[1], "r")[sys.argv[2]][()])' "$1" "$2"
 }
 
+# same_h5 NAME A B [OBJECT]: HDF5 files A and B hold equal data and
+# attributes (h5diff: bitwise for floats), in all of them or under OBJECT
+same_h5() {
+    h5diff -q "$2" "$3" ${4:+"$4"} >/dev/null 2>&1 && pass "$1" || fail "$1" "$3 differs from $2 (h5diff${4:+ $4})"
+}
+
 # same_model NAME A B: model files A and B hold the same parameters, bit for bit
-same_model() {
-    py 'import h5py, numpy as np, sys
-a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
-same = sorted(a["layers"]) == sorted(b["layers"]) and all(
-    np.array_equal(a[f"layers/{l}/{w}"][()], b[f"layers/{l}/{w}"][()]) for l in a["layers"] for w in "Wb")
-sys.exit(0 if same else 1)' "$2" "$3" >/dev/null 2>&1 &&
-        pass "$1" || fail "$1" "$3 differs from $2"
+same_model() { same_h5 "$1" "$2" "$3" /layers; }
+
+# same_bytes NAME A B: files A and B are byte-identical (as sha256sum tells)
+same_bytes() {
+    local a b
+    a=$(sha256sum <"$2" 2>/dev/null | cut -c1-16) b=$(sha256sum <"$3" 2>/dev/null | cut -c1-16)
+    [ -f "$2" ] && [ "$a" = "$b" ] && pass "$1" || fail "$1" "sha256 of $3 is ${b:-none}, of $2 ${a:-none}"
+}
+
+# synth TAG NP OUT SAMPLES FEATURES CLASSES SEED [HIDDEN]: a data file from
+# `cairn data synth` on NP ranks, through the timeout; a failure is a TAP line
+synth() {
+    local tag=$1 np=$2 out=$3
+    mpi "$tag" "$np" data synth --out "$out" --samples "$4" --features "$5" --classes "$6" \
+        --seed "$7" ${8:+--hidden "$8"}
+    [ "$(cat "$tag.rc")" = 0 ] || fail "fixture/$tag" "cairn data synth failed" "$tag.err"
+}
+
+# demo_data TAG NP OUT: the demo's data file, from jobs/demo_data.sh
+demo_data() {
+    CAIRN=$CAIRN run "$1" "$CAIRN_ROOT/jobs/demo_data.sh" "$3" "$2"
+    [ "$(cat "$1.rc")" = 0 ] || fail "fixture/$1" "jobs/demo_data.sh failed" "$1.err"
 }
 
 # sums of a directory's files, to show nothing in it changed

@@ -236,6 +236,12 @@ static void walk_op(struct walk *w, struct op_node *op)
 {
     const struct op_def *def = op->def;
     if (!def) return; /* config already reported it */
+    if (op->n_in > OP_MAX_ARITY || op->n_out > OP_MAX_ARITY) { /* exec's lock sets hold no more */
+        diags_add(w->d, op->file, op->line, "op '%s' has %d inputs and %d outputs; at most %d each",
+                  def->name, op->n_in, op->n_out, (int)OP_MAX_ARITY);
+        w->errors++;
+        return;
+    }
     struct arena *a = w->p->arena;
     op->in_id = arena_alloc(a, (size_t)(op->n_in + 1) * sizeof *op->in_id);
     op->out_id = arena_alloc(a, (size_t)(op->n_out + 1) * sizeof *op->out_id);

@@ -1,5 +1,6 @@
 /* The checkpoint manager; see include/cairn/ckpt.h. */
 #include "cairn/ckpt.h"
+#include "cairn/clock.h"
 
 #include "cairn/ckpt_index.h"
 #include "cairn/coll.h"
@@ -32,13 +33,6 @@ struct ckpt_mgr {
     bool committed;                /* ... if there is one */
     double longest;
 };
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
 
 static bool is_root(const struct ckpt_mgr *c) { return c->rt->layout->rank == 0; }
 static MPI_Comm world(const struct ckpt_mgr *c) { return c->rt->layout->world; }
@@ -357,7 +351,7 @@ int ckpt_resume(struct ckpt_mgr *c, struct ckpt_meta *m, bool *resumed)
             return 0;
         }
         struct ckpt_io io = {0};
-        double t0 = now();
+        double t0 = clock_now();
         int lrc = k.skip ? CAIRN_ECORRUPT : 0;
         if (!k.skip) {
             CAIRN_CHECK(fsx_join(path, sizeof path, c->dir, k.file));
@@ -376,7 +370,7 @@ int ckpt_resume(struct ckpt_mgr *c, struct ckpt_meta *m, bool *resumed)
             c->last = *m;
             c->committed = true;
             *resumed = true;
-            return report_io(c, "loaded", k.file, m, &io, now() - t0);
+            return report_io(c, "loaded", k.file, m, &io, clock_now() - t0);
         }
         if (lrc != CAIRN_ECORRUPT) {
             if (is_root(c)) loading_done(c);
@@ -509,7 +503,7 @@ int ckpt_save(struct ckpt_mgr *c, const struct ckpt_meta *m)
     if (!ckpt_enabled(c)) return 0;
     char name[256], tmp[4400];
     struct ckpt_io io = {0};
-    double t0 = now();
+    double t0 = clock_now();
     ckpt_file_name(m->epoch, m->step, name, sizeof name);
     int rc = fsx_join(tmp, sizeof tmp - 4, c->dir, name);
     strcat(tmp, ".tmp");
@@ -521,7 +515,7 @@ int ckpt_save(struct ckpt_mgr *c, const struct ckpt_meta *m)
         if (is_root(c)) unlink(tmp); /* never listed, so never loaded; tidy up */
         return failed(c, "checkpoint", m, rc);
     }
-    double dt = now() - t0;
+    double dt = clock_now() - t0;
     if (dt > c->longest) c->longest = dt;
     c->last = *m;
     c->committed = true;
@@ -558,7 +552,7 @@ int ckpt_upload(struct ckpt_mgr *c)
 {
     if (!c->spec->upload_to || !ckpt_enabled(c)) return 0;
     struct ckpt_entry e = {0};
-    double t0 = now();
+    double t0 = clock_now();
     int rc = coll_agree(world(c), is_root(c) ? upload(c, &e) : 0);
     struct ckpt_meta m = {.epoch = e.epoch, .step = e.step};
     if (rc) return failed(c, "upload", &m, rc);
@@ -566,7 +560,7 @@ int ckpt_upload(struct ckpt_mgr *c)
         char hb[32];
         runlog_line(c->rt->log, "uploaded %s (epoch %lld, %s) to %s in %.3f s", e.file,
                     (long long)e.epoch, human((double)e.bytes, hb, sizeof hb), c->spec->upload_to,
-                    now() - t0);
+                    clock_now() - t0);
     }
     return 0;
 }

@@ -9,6 +9,7 @@
 #include "cairn/ckpt_file.h"
 
 #include "cairn/checksum.h"
+#include "cairn/clock.h"
 #include "cairn/coll.h"
 #include "cairn/error.h"
 #include "cairn/fault.h"
@@ -46,13 +47,6 @@ struct desc {
     int mine;           /* do I write (or count) a part? */
     uint64_t partial;   /* my part's checksum */
 };
-
-static double wall(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
 
 static int64_t row_elems(const struct shape *s)
 {
@@ -132,37 +126,6 @@ done:
 }
 
 /* ---- attributes ------------------------------------------------------------ */
-
-static int attr_put(hid_t obj, const char *name, hid_t type, const void *v)
-{
-    int rc = 0;
-    hid_t space = H5Screate(H5S_SCALAR), a = H5I_INVALID_HID;
-    CAIRN_CHECK_H5(space);
-    a = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
-    CAIRN_CHECK_H5(a);
-    CAIRN_CHECK_H5(H5Awrite(a, type, v));
-cleanup:
-    if (a >= 0) H5Aclose(a);
-    if (space >= 0) H5Sclose(space);
-    return rc;
-}
-
-static int attr_put_str(hid_t obj, const char *name, const char *s)
-{
-    int rc = 0;
-    hid_t t = H5Tcopy(H5T_C_S1);
-    CAIRN_CHECK_H5(t);
-    CAIRN_CHECK_H5(H5Tset_size(t, strlen(s) + 1));
-    CAIRN_CHECK(attr_put(obj, name, t, s));
-cleanup:
-    if (t >= 0) H5Tclose(t);
-    return rc;
-}
-
-static int attr_put_i64(hid_t obj, const char *name, int64_t v)
-{
-    return attr_put(obj, name, H5T_NATIVE_INT64, &v);
-}
 
 /* Overwrite the value of an existing attribute (its size stays put). */
 static int attr_set(hid_t obj, const char *name, hid_t type, const void *v)
@@ -398,14 +361,6 @@ static int select_part(hid_t fspace, const struct desc *d, hid_t *mspace)
     }
 cleanup:
     return rc;
-}
-
-static hid_t file_space(const struct shape *s)
-{
-    if (s->ndim == 0) return H5Screate(H5S_SCALAR);
-    hsize_t dims[CAIRN_MAX_DIMS + 1];
-    for (int i = 0; i < s->ndim; i++) dims[i] = (hsize_t)s->d[i];
-    return H5Screate_simple(s->ndim, dims, NULL);
 }
 
 /* ---- what a checkpoint holds ------------------------------------------------------ */
@@ -813,12 +768,8 @@ static int write_root_attrs(struct runtime *rt, hid_t f, const struct contents *
 {
     int rc = 0;
     const struct plan *p = rt->plan;
-    char digest[17], stamp[32], sum[17];
+    char digest[17], sum[17];
     struct strbuf lay = {0};
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
     checksum_text(c->settings, digest);
     CAIRN_CHECK(meta_sum(c, sum));
     for (int g = 0; g < p->n_groups; g++)
@@ -826,22 +777,19 @@ static int write_root_attrs(struct runtime *rt, hid_t f, const struct contents *
                     p->groups[g].nranks);
     CAIRN_CHECK(strbuf_finish(&lay));
     int32_t fmt = CAIRN_CKPT_FORMAT;
-    double unix_time = (double)now;
-    CAIRN_CHECK(attr_put(f, "format_version", H5T_NATIVE_INT32, &fmt));
-    CAIRN_CHECK(attr_put_str(f, "job_name", p->job->name));
-    CAIRN_CHECK(attr_put_str(f, "digest", digest));
-    CAIRN_CHECK(attr_put_str(f, "settings", c->settings));
-    CAIRN_CHECK(attr_put_i64(f, "epoch", c->meta.epoch));
-    CAIRN_CHECK(attr_put_i64(f, "step", c->meta.step));
-    CAIRN_CHECK(attr_put_i64(f, "done", c->meta.done));
-    CAIRN_CHECK(attr_put_i64(f, "seed", c->seed));
-    CAIRN_CHECK(attr_put_i64(f, "world_size", c->world_size));
-    CAIRN_CHECK(attr_put_str(f, "meta_checksum", sum));
-    CAIRN_CHECK(attr_put_str(f, "layout", strbuf_str(&lay)));
-    CAIRN_CHECK(attr_put_str(f, "wall_time", stamp));
-    CAIRN_CHECK(attr_put(f, "unix_time", H5T_NATIVE_DOUBLE, &unix_time));
-    CAIRN_CHECK(attr_put_str(f, "cairn_version", CAIRN_VERSION));
-    CAIRN_CHECK(attr_put_str(f, "checksum_alg", CAIRN_CHECKSUM_NAME));
+    CAIRN_CHECK(h5_attr_put(f, "format_version", H5T_NATIVE_INT32, &fmt));
+    CAIRN_CHECK(h5_attr_put_str(f, "job_name", p->job->name));
+    CAIRN_CHECK(h5_attr_put_str(f, "digest", digest));
+    CAIRN_CHECK(h5_attr_put_str(f, "settings", c->settings));
+    CAIRN_CHECK(h5_attr_put_i64(f, "epoch", c->meta.epoch));
+    CAIRN_CHECK(h5_attr_put_i64(f, "step", c->meta.step));
+    CAIRN_CHECK(h5_attr_put_i64(f, "done", c->meta.done));
+    CAIRN_CHECK(h5_attr_put_i64(f, "seed", c->seed));
+    CAIRN_CHECK(h5_attr_put_i64(f, "world_size", c->world_size));
+    CAIRN_CHECK(h5_attr_put_str(f, "meta_checksum", sum));
+    CAIRN_CHECK(h5_attr_put_str(f, "layout", strbuf_str(&lay)));
+    CAIRN_CHECK(h5_attr_put_str(f, "cairn_version", CAIRN_VERSION));
+    CAIRN_CHECK(h5_attr_put_str(f, "checksum_alg", CAIRN_CHECKSUM_NAME));
 cleanup:
     strbuf_free(&lay);
     return rc;
@@ -855,9 +803,8 @@ static int create_datasets(const struct plan *p, hid_t f, const struct desc *ds,
 {
     int rc = 0;
     uint64_t zero = 0;
-    hid_t groups = H5I_INVALID_HID, g = H5I_INVALID_HID, dcpl = H5I_INVALID_HID,
-          space = H5I_INVALID_HID;
-    groups = H5Gcreate2(f, "groups", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t groups = H5I_INVALID_HID, g = H5I_INVALID_HID, dcpl = H5I_INVALID_HID;
+    groups = h5_create_group(f, "groups");
     CAIRN_CHECK_H5(groups);
     dcpl = H5Pcreate(H5P_DATASET_CREATE);
     CAIRN_CHECK_H5(dcpl);
@@ -866,27 +813,21 @@ static int create_datasets(const struct plan *p, hid_t f, const struct desc *ds,
     CAIRN_CHECK_H5(H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY));
     for (int gi = 0; gi < p->n_groups; gi++) {
         const struct group *gr = &p->groups[gi];
-        g = H5Gcreate2(groups, gr->name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        g = h5_create_group(groups, gr->name);
         CAIRN_CHECK_H5(g);
-        CAIRN_CHECK(attr_put_i64(g, "ranks", gr->nranks));
-        CAIRN_CHECK(attr_put_i64(g, "first_rank", gr->first));
+        CAIRN_CHECK(h5_attr_put_i64(g, "ranks", gr->nranks));
+        CAIRN_CHECK(h5_attr_put_i64(g, "first_rank", gr->first));
         for (int i = 0; i < n; i++) {
             if (ds[i].group != gi) continue;
-            space = file_space(&ds[i].file);
-            CAIRN_CHECK_H5(space);
-            dsets[i] = H5Dcreate2(g, gr->blobs[ds[i].blob].name, h5_native(ds[i].dtype), space,
-                                  H5P_DEFAULT, dcpl, H5P_DEFAULT);
+            dsets[i] = h5_create_dataset(g, gr->blobs[ds[i].blob].name, ds[i].dtype, &ds[i].file, dcpl);
             CAIRN_CHECK_H5(dsets[i]);
-            CAIRN_CHECK(attr_put_str(dsets[i], "dist", dist_name(ds[i].dist)));
-            CAIRN_CHECK(attr_put(dsets[i], "checksum", H5T_NATIVE_UINT64, &zero));
-            H5Sclose(space);
-            space = H5I_INVALID_HID;
+            CAIRN_CHECK(h5_attr_put_str(dsets[i], "dist", dist_name(ds[i].dist)));
+            CAIRN_CHECK(h5_attr_put(dsets[i], "checksum", H5T_NATIVE_UINT64, &zero));
         }
         H5Gclose(g);
         g = H5I_INVALID_HID;
     }
 cleanup:
-    if (space >= 0) H5Sclose(space);
     if (g >= 0) H5Gclose(g);
     if (dcpl >= 0) H5Pclose(dcpl);
     if (groups >= 0) H5Gclose(groups);
@@ -1040,7 +981,7 @@ int ckpt_file_write(struct runtime *rt, const char *path, const struct ckpt_meta
                     struct ckpt_io *io)
 {
     int rc = 0, n = count_persistent(rt->plan);
-    double t0 = wall();
+    double t0 = clock_now();
     hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID;
     struct desc *ds = calloc((size_t)n + 1, sizeof *ds);
     struct strbuf settings = {0};
@@ -1057,7 +998,7 @@ int ckpt_file_write(struct runtime *rt, const char *path, const struct ckpt_meta
     CAIRN_CHECK(coll_agree(rt->layout->world, root ? reserve_space(path, need) : 0));
     fapl = mpio_fapl(rt->layout->world);
     CAIRN_CHECK_H5(fapl);
-    f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    f = h5_create_file(path, fapl);
     if (f < 0) {
         rc = cairn_err_h5(__FILE__, __LINE__, "H5Fcreate");
         cairn_err_wrap(rc, "cannot create %s: ", path);
@@ -1075,7 +1016,7 @@ cleanup:
     free(ds);
     strbuf_free(&settings);
     contents_free(&c);
-    io->seconds = wall() - t0;
+    io->seconds = clock_now() - t0;
     return coll_agree(rt->layout->world, rc);
 }
 
@@ -1180,7 +1121,7 @@ cleanup:
 int ckpt_file_read(struct runtime *rt, const char *path, struct ckpt_meta *m, struct ckpt_io *io)
 {
     int rc = 0, data_rc = 0, n = count_persistent(rt->plan);
-    double t0 = wall();
+    double t0 = clock_now();
     hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID;
     struct desc *ds = calloc((size_t)n + 1, sizeof *ds);
     struct strbuf ours = {0};
@@ -1215,7 +1156,7 @@ cleanup:
     free(ds);
     strbuf_free(&ours);
     contents_free(&c);
-    io->seconds = wall() - t0;
+    io->seconds = clock_now() - t0;
     return coll_agree(rt->layout->world, rc);
 }
 
@@ -1288,7 +1229,7 @@ static int copy_attrs(hid_t from, hid_t to, const char *const *names)
         t = H5Aget_type(a);
         size_t size = t >= 0 ? H5Tget_size(t) : 0;
         char *buf = calloc(size + 1, 1);
-        if (!buf || t < 0 || H5Aread(a, t, buf) < 0 || attr_put(to, *n, t, buf) != 0)
+        if (!buf || t < 0 || H5Aread(a, t, buf) < 0 || h5_attr_put(to, *n, t, buf) != 0)
             rc = cairn_err_set(CAIRN_EHDF5, __FILE__, __LINE__, "cannot copy attribute %s", *n);
         free(buf);
         if (t >= 0) H5Tclose(t);
@@ -1305,7 +1246,7 @@ static int extract_one(hid_t f, const struct contents *c, hid_t out, const char 
     char group[128] = "", path[300];
     uint64_t sum = 0;
     struct tensor t = {0};
-    hid_t d = H5I_INVALID_HID, o = H5I_INVALID_HID, sp = H5I_INVALID_HID, lcpl = H5I_INVALID_HID;
+    hid_t d = H5I_INVALID_HID, d2 = H5I_INVALID_HID;
     const char *slash = strchr(name, '/');
     if (slash && slash - name < (long)sizeof group) snprintf(group, sizeof group, "%.*s", (int)(slash - name), name);
     const struct entry *e = slash ? contents_find(c, group, slash + 1) : NULL;
@@ -1317,21 +1258,14 @@ static int extract_one(hid_t f, const struct contents *c, hid_t out, const char 
     CAIRN_CHECK_H5(d);
     CAIRN_CHECK(tensor_resize(&t, e->dtype, &e->file));
     CAIRN_CHECK_H5(H5Dread(d, h5_native(e->dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data));
-    sp = file_space(&e->file);
-    CAIRN_CHECK_H5(sp);
-    lcpl = H5Pcreate(H5P_LINK_CREATE);
-    CAIRN_CHECK_H5(lcpl);
-    CAIRN_CHECK_H5(H5Pset_create_intermediate_group(lcpl, 1));
-    o = H5Dcreate2(out, name, h5_native(e->dtype), sp, lcpl, H5P_DEFAULT, H5P_DEFAULT);
-    CAIRN_CHECK_H5(o);
-    CAIRN_CHECK_H5(H5Dwrite(o, h5_native(e->dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data));
-    CAIRN_CHECK(attr_put_str(o, "dist", dist_name(e->dist)));
-    CAIRN_CHECK(attr_put(o, "checksum", H5T_NATIVE_UINT64, &sum)); /* of the data alone */
+    CAIRN_CHECK(h5_put_tensor(out, name, &t));
+    d2 = H5Dopen2(out, name, H5P_DEFAULT);
+    CAIRN_CHECK_H5(d2);
+    CAIRN_CHECK(h5_attr_put_str(d2, "dist", dist_name(e->dist)));
+    CAIRN_CHECK(h5_attr_put(d2, "checksum", H5T_NATIVE_UINT64, &sum)); /* of the data alone */
 cleanup:
     tensor_free(&t);
-    if (o >= 0) H5Dclose(o);
-    if (lcpl >= 0) H5Pclose(lcpl);
-    if (sp >= 0) H5Sclose(sp);
+    if (d2 >= 0) H5Dclose(d2);
     if (d >= 0) H5Dclose(d);
     return rc;
 }
@@ -1344,7 +1278,7 @@ int ckpt_file_extract(const char *path, const char *const *blobs, int n, const c
     static const char *const meta[] = {"job_name", "epoch", "step", "seed", "digest", "cairn_version", NULL};
     h5_quiet();
     CAIRN_CHECK(open_checked(path, H5P_DEFAULT, &f, &c));
-    o = H5Fcreate(out, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    o = h5_create_file(out, H5P_DEFAULT);
     if (o < 0) CAIRN_FAIL(CAIRN_EIO, "cannot create %s", out);
     CAIRN_CHECK(copy_attrs(f, o, meta));
     for (int i = 0; i < n; i++) CAIRN_CHECK(extract_one(f, &c, o, blobs[i]));

@@ -19,6 +19,7 @@
 #include "cairn/runner.h"
 #include "cairn/slurm.h"
 #include "cairn/strbuf.h"
+#include "cairn/train_spec.h"
 #include "cairn/version.h"
 
 #include <getopt.h>
@@ -642,11 +643,12 @@ static int cmd_grads(int argc, char **argv)
         struct job *job = NULL;
         struct diags d = {0};
         int rc = config_load(a.job, NULL, a.sets, a.n_sets, &job, &d);
-        if (rc == 0 && !job->train) {
+        const struct train_spec *spec = rc == 0 ? job_ext_spec(job, &train_ext) : NULL;
+        if (rc == 0 && !spec) {
             diags_add(&d, a.job, 1, "cairn grads needs a job with a model section");
             rc = CAIRN_EINPUT;
         }
-        if (rc == 0) rc = model_reference_grads(job->train, (uint64_t)job->seed, out);
+        if (rc == 0) rc = model_reference_grads(spec, (uint64_t)job->seed, out);
         diags_print(&d, stderr);
         if (rc && d.n == 0) fprintf(stderr, "cairn: %s\n", cairn_errmsg());
         code = cairn_exit_code(rc);

@@ -8,6 +8,26 @@
 #include <string.h>
 #include <time.h>
 
+MPI_Datatype coll_type(enum dtype t)
+{
+    switch (t) {
+    case DT_F32: return MPI_FLOAT;
+    case DT_F64: return MPI_DOUBLE;
+    case DT_I32: return MPI_INT32_T;
+    case DT_I64: return MPI_INT64_T;
+    default: return MPI_DATATYPE_NULL;
+    }
+}
+
+/* 200 polls at full speed, then sleeps growing by 1 us to 0.2 ms. */
+void coll_idle(long spins)
+{
+    if (spins <= 200) return;
+    long us = spins - 200 < 200 ? spins - 200 + 1 : 200;
+    struct timespec ts = {0, us * 1000};
+    nanosleep(&ts, NULL);
+}
+
 int coll_wait(int n, MPI_Request *reqs)
 {
     int done = 0;
@@ -15,11 +35,7 @@ int coll_wait(int n, MPI_Request *reqs)
         int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS) return cairn_err_mpi(rc, __FILE__, __LINE__, "MPI_Testall");
         if (done) return 0;
-        if (spins > 200) {
-            long us = spins - 200 < 200 ? spins - 200 + 1 : 200;
-            struct timespec ts = {0, us * 1000};
-            nanosleep(&ts, NULL);
-        }
+        coll_idle(spins);
     }
 }
 

@@ -556,6 +556,21 @@ static void parse_groups(struct cfg *c, const config_setting_t *root)
     }
 }
 
+/* core keys followed by every extension's (NULL-terminated, job arena) */
+static const char *const *all_keys(struct cfg *c, const char *const *core, bool stop)
+{
+    int n_ext, n = 0;
+    const struct ext_def *const *e = ext_all(&n_ext);
+    const char **v = NULL;
+    for (const char *const *k = core; *k; k++) v = arena_grow(c->a, v, (size_t)n, sizeof *v), v[n++] = *k;
+    for (int i = 0; i < n_ext; i++)
+        for (const char *const *k = stop ? e[i]->stop_keys : e[i]->keys; k && *k; k++)
+            v = arena_grow(c->a, v, (size_t)n, sizeof *v), v[n++] = *k;
+    v = arena_grow(c->a, v, (size_t)n, sizeof *v);
+    v[n] = NULL;
+    return v;
+}
+
 static void parse_stop(struct cfg *c, const config_setting_t *root)
 {
     struct stop_spec *st = &c->job->stop;
@@ -566,8 +581,8 @@ static void parse_stop(struct cfg *c, const config_setting_t *root)
         cfg_err(c, s, "'stop' must be a group { blobs = [...]; max_epochs = N; }");
         return;
     }
-    static const char *const keys[] = {"blobs", "max_epochs", "accuracy", "loss", NULL};
-    cfg_keys(c, s, "stop", keys); /* accuracy and loss: config_train.c */
+    static const char *const core[] = {"blobs", "max_epochs", NULL};
+    cfg_keys(c, s, "stop", all_keys(c, core, true)); /* the rest: extensions' */
     st->max_epochs = cfg_int(c, s, "max_epochs", false, 0, 1, INT64_MAX);
     const config_setting_t *b = config_setting_get_member(s, "blobs");
     if (!b) return;
@@ -692,14 +707,35 @@ static void parse_slurm(struct cfg *c, const config_setting_t *root)
     sl->time_margin = cfg_num(c, s, "time_margin", 0, 0, 1e9, NULL);
 }
 
+/* Each extension reads its own keys; those the job uses join job->exts. */
+static void configure_exts(struct cfg *c, const config_setting_t *root)
+{
+    int n_ext;
+    const struct ext_def *const *e = ext_all(&n_ext);
+    struct job *j = c->job;
+    for (int i = 0; i < n_ext; i++) {
+        void *spec = NULL;
+        e[i]->configure(c, root, &spec);
+        if (!spec) continue;
+        j->exts = arena_grow(c->a, j->exts, (size_t)j->n_exts, sizeof *j->exts);
+        j->exts[j->n_exts++] = (struct job_ext){.def = e[i], .spec = spec};
+    }
+}
+
+static bool ext_stops(const struct job *j)
+{
+    for (int i = 0; i < j->n_exts; i++)
+        if (j->exts[i].def->has_stop && j->exts[i].def->has_stop(j->exts[i].spec)) return true;
+    return false;
+}
+
 static void parse_root(struct cfg *c, const config_setting_t *root)
 {
-    static const char *const keys[] = {"name", "seed", "groups", "init", "epoch", "epoch_end",
+    static const char *const core[] = {"name", "seed", "groups", "init", "epoch", "epoch_end",
                                        "steps_per_epoch", "download", "exit", "stop",
-                                       "checkpoint", "model", "data", "pipeline", "replicas",
-                                       "ps", "on_nan", "debug", "slurm", NULL};
+                                       "checkpoint", "slurm", NULL};
     struct job *j = c->job;
-    cfg_keys(c, root, "the job", keys);
+    cfg_keys(c, root, "the job", all_keys(c, core, false));
     j->name = cfg_name(c, root, "name", true, "job name");
     j->seed = cfg_int(c, root, "seed", false, 0, 0, INT64_MAX);
     j->steps_per_epoch = cfg_int(c, root, "steps_per_epoch", false, 0, 1, INT64_MAX);
@@ -708,14 +744,20 @@ static void parse_root(struct cfg *c, const config_setting_t *root)
     parse_stop(c, root);
     parse_checkpoint(c, root);
     parse_slurm(c, root);
-    cfg_train(c, root);
-    if (!j->train && j->steps_per_epoch == 0) j->steps_per_epoch = 1;
-    bool stops = j->stop.n_blobs || j->stop.max_epochs ||
-                 (j->train && (j->train->stop_on_accuracy || j->train->stop_on_loss));
-    if ((j->phases[PHASE_EPOCH].n > 0 || j->train) && !stops)
-        cfg_err(c, j->train ? root : config_setting_get_member(root, "epoch"),
+    configure_exts(c, root);
+    if (!j->n_exts && j->steps_per_epoch == 0) j->steps_per_epoch = 1;
+    bool stops = j->stop.n_blobs || j->stop.max_epochs || ext_stops(j);
+    if ((j->phases[PHASE_EPOCH].n > 0 || j->n_exts) && !stops)
+        cfg_err(c, j->n_exts ? root : config_setting_get_member(root, "epoch"),
                "the job has epoch tasks but no stop condition: "
                "give stop = { blobs = [...]; } or stop.max_epochs");
+}
+
+const void *job_ext_spec(const struct job *j, const struct ext_def *def)
+{
+    for (int i = 0; i < j->n_exts; i++)
+        if (j->exts[i].def == def) return j->exts[i].spec;
+    return NULL;
 }
 
 /* ---- --set overrides -------------------------------------------------- */

@@ -1,5 +1,6 @@
-/* Private to the config module (config.c, config_train.c): the parse state
- * and the typed getters every job-file key goes through. */
+/* The parse state and the typed getters every job-file key goes through:
+ * private to the config module and the extensions' configure hooks
+ * (include/cairn/ext.h). */
 #ifndef CAIRN_CONFIG_PRIV_H
 #define CAIRN_CONFIG_PRIV_H
 
@@ -64,8 +65,5 @@ int cfg_text_check(struct diags *d, const char *file, const char *text, const ch
  * regular file, over CFG_MAX_BYTES, unreadable, or holding a NUL byte. */
 char *cfg_read_text(struct diags *d, const char *path);
 
-/* config_train.c: the model, data, pipeline, replicas, ps, on_nan, debug
- * sections and stop.accuracy / stop.loss. */
-void cfg_train(struct cfg *c, const config_setting_t *root);
 
 #endif

@@ -3,6 +3,7 @@
  * of the config module: every key is read and checked here once. */
 #include "cairn/arena.h"
 #include "cairn/job.h"
+#include "cairn/train_spec.h"
 #include "config_priv.h"
 
 #include <math.h>
@@ -230,31 +231,31 @@ static void reject_orphans(struct cfg *c, const config_setting_t *root)
 
 /* Where `key` of section `sec` is set, or else the section, or else the
  * model section. */
-static void locate_key(struct cfg *c, const config_setting_t *root, const char *sec,
-                       const char *key, const char **file, int *line)
+static void locate_key(struct cfg *c, const struct train_spec *t, const config_setting_t *root,
+                       const char *sec, const char *key, const char **file, int *line)
 {
     const config_setting_t *g = sec ? config_setting_get_member(root, sec) : root;
     const config_setting_t *k = g && config_setting_is_group(g) ? config_setting_get_member(g, key) : NULL;
-    *file = c->job->train->file;
-    *line = c->job->train->line;
+    *file = t->file;
+    *line = t->line;
     if (k || g != root) cfg_locate(c, k ? k : g, file, line);
 }
 
 static void locate_sizes(struct cfg *c, const config_setting_t *root, struct train_spec *t)
 {
     if (t->replicas > 1 && config_setting_get_member(root, "replicas"))
-        locate_key(c, root, NULL, "replicas", &t->stages_file, &t->stages_line);
+        locate_key(c, t, root, NULL, "replicas", &t->stages_file, &t->stages_line);
     else if (config_setting_get_member(root, "pipeline"))
-        locate_key(c, root, "pipeline", "stages", &t->stages_file, &t->stages_line);
+        locate_key(c, t, root, "pipeline", "stages", &t->stages_file, &t->stages_line);
     else
-        locate_key(c, root, NULL, "model", &t->stages_file, &t->stages_line);
+        locate_key(c, t, root, NULL, "model", &t->stages_file, &t->stages_line);
     if (config_setting_get_member(root, "ps"))
-        locate_key(c, root, "ps", "shards", &t->shards_file, &t->shards_line);
+        locate_key(c, t, root, "ps", "shards", &t->shards_file, &t->shards_line);
     else
-        locate_key(c, root, NULL, "model", &t->shards_file, &t->shards_line);
+        locate_key(c, t, root, NULL, "model", &t->shards_file, &t->shards_line);
 }
 
-void cfg_train(struct cfg *c, const config_setting_t *root)
+void train_configure(struct cfg *c, const config_setting_t *root, void **spec)
 {
     const config_setting_t *m = cfg_section(c, root, "model", "{ inputs = N; layers = (...); }");
     if (!m) {
@@ -262,7 +263,7 @@ void cfg_train(struct cfg *c, const config_setting_t *root)
         return;
     }
     struct train_spec *t = arena_alloc(c->a, sizeof *t);
-    c->job->train = t;
+    *spec = t;
     parse_model(c, m, t);
     parse_data(c, root, t);
     parse_pipeline(c, root, t);

@@ -13,22 +13,16 @@
 int datagen_range(const char *file, const char *dataset, int64_t start, int64_t count)
 {
     int rc = 0;
-    hid_t f = H5I_INVALID_HID, space = H5I_INVALID_HID, d = H5I_INVALID_HID;
+    hid_t f = H5I_INVALID_HID;
     int64_t *v = malloc((size_t)(count ? count : 1) * sizeof *v);
     CAIRN_CHECK_ALLOC(v);
     for (int64_t i = 0; i < count; i++) v[i] = start + i;
     h5_quiet();
-    hsize_t dims[1] = {(hsize_t)count};
-    f = H5Fcreate(file, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    struct tensor t = {.dtype = DT_I64, .shape = {1, {count}}, .data = v};
+    f = h5_create_file(file, H5P_DEFAULT);
     CAIRN_CHECK_H5(f);
-    space = H5Screate_simple(1, dims, NULL);
-    CAIRN_CHECK_H5(space);
-    d = H5Dcreate2(f, dataset, H5T_STD_I64LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    CAIRN_CHECK_H5(d);
-    CAIRN_CHECK_H5(H5Dwrite(d, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, v));
+    CAIRN_CHECK(h5_put_tensor(f, dataset, &t));
 cleanup:
-    if (d >= 0) H5Dclose(d);
-    if (space >= 0) H5Sclose(space);
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
     free(v);
     return rc;
@@ -73,29 +67,18 @@ static int32_t teacher_label(const struct teacher *t, const float *x, double *hi
 }
 
 /* Collective: one dataset, each rank writing rows [lo, lo + n). */
-static int write_rows(hid_t f, const char *name, hid_t type, int nd, const hsize_t *dims,
-                      int64_t lo, int64_t n, const void *data)
+static int write_rows(hid_t f, const char *name, enum dtype t, const struct shape *s, int64_t lo,
+                      int64_t n, const void *data)
 {
     int rc = 0;
-    hsize_t start[2] = {(hsize_t)lo, 0}, count[2] = {(hsize_t)n, nd > 1 ? dims[1] : 1};
-    hid_t fs = H5Screate_simple(nd, dims, NULL), ms = H5Screate_simple(nd, count, NULL);
-    hid_t d = H5I_INVALID_HID, x = H5Pcreate(H5P_DATASET_XFER);
-    CAIRN_CHECK_H5(fs);
-    CAIRN_CHECK_H5(ms);
+    hid_t d = h5_create_dataset(f, name, t, s, H5P_DEFAULT), x = H5Pcreate(H5P_DATASET_XFER);
+    CAIRN_CHECK_H5(d);
     CAIRN_CHECK_H5(x);
     CAIRN_CHECK_H5(H5Pset_dxpl_mpio(x, H5FD_MPIO_COLLECTIVE));
-    d = H5Dcreate2(f, name, type, fs, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    CAIRN_CHECK_H5(d);
-    if (n)
-        CAIRN_CHECK_H5(H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL));
-    else
-        CAIRN_CHECK_H5(H5Sselect_none(fs) < 0 || H5Sselect_none(ms) < 0 ? -1 : 0);
-    CAIRN_CHECK_H5(H5Dwrite(d, type, ms, fs, x, data));
+    CAIRN_CHECK(h5_write_rows(d, t, lo, n, data, x));
 cleanup:
-    if (d >= 0) H5Dclose(d);
     if (x >= 0) H5Pclose(x);
-    if (ms >= 0) H5Sclose(ms);
-    if (fs >= 0) H5Sclose(fs);
+    if (d >= 0) H5Dclose(d);
     return rc;
 }
 
@@ -137,11 +120,11 @@ int datagen_synth(MPI_Comm comm, const char *file, int64_t samples, int64_t feat
     fapl = H5Pcreate(H5P_FILE_ACCESS);
     CAIRN_CHECK_H5(fapl);
     CAIRN_CHECK_H5(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL));
-    f = H5Fcreate(file, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    f = h5_create_file(file, fapl);
     if (f < 0) CAIRN_FAIL(CAIRN_EIO, "cannot create %s", file);
-    hsize_t fd[2] = {(hsize_t)samples, (hsize_t)features}, ld[1] = {(hsize_t)samples};
-    CAIRN_CHECK(write_rows(f, "features", H5T_NATIVE_FLOAT, 2, fd, lo, hi - lo, x));
-    CAIRN_CHECK(write_rows(f, "labels", H5T_NATIVE_INT32, 1, ld, lo, hi - lo, y));
+    struct shape fs = {2, {samples, features}}, ls = {1, {samples}};
+    CAIRN_CHECK(write_rows(f, "features", DT_F32, &fs, lo, hi - lo, x));
+    CAIRN_CHECK(write_rows(f, "labels", DT_I32, &ls, lo, hi - lo, y));
 cleanup:
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
     if (fapl >= 0) H5Pclose(fapl);

@@ -16,6 +16,8 @@
  * /layers/<i>; loss, dtype, inputs, layers, job_name, cairn_version on /. */
 #include "train_priv.h"
 
+#include "cairn/clock.h"
+#include "cairn/coll.h"
 #include "cairn/error.h"
 #include "cairn/exec.h"
 #include "cairn/fsx.h"
@@ -141,13 +143,6 @@ cleanup:
     return rc;
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* The yardstick (debug.compare_gatherv): the same bytes, every shard's
  * blocks of every parameter, gathered to trainer 0 with one MPI_Gatherv. */
 static int gatherv_same_bytes(struct trainer *t, struct op_call *c, double *seconds)
@@ -167,7 +162,7 @@ static int gatherv_same_bytes(struct trainer *t, struct op_call *c, double *seco
         if (n) memcpy(send + at, c->in[k]->t.data, n);
         at += (int)n;
     }
-    MPI_Datatype real = t->dt == DT_F64 ? MPI_DOUBLE : MPI_FLOAT;
+    MPI_Datatype real = coll_type(t->dt);
     CAIRN_CHECK_MPI(MPI_Gather(&mine, 1, MPI_INT, counts, 1, MPI_INT, 0, t->dl));
     int total = 0;
     for (int i = 0; me == 0 && i < size; i++) {
@@ -179,9 +174,9 @@ static int gatherv_same_bytes(struct trainer *t, struct op_call *c, double *seco
         memset(recv, 0, (size_t)total * t->esz); /* in memory before the clock, as the download's */
     }
     CAIRN_CHECK_MPI(MPI_Barrier(t->dl));
-    double t0 = now();
+    double t0 = clock_now();
     CAIRN_CHECK_MPI(MPI_Gatherv(send, mine, real, recv, counts, displs, real, 0, t->dl));
-    *seconds = now() - t0;
+    *seconds = clock_now() - t0;
 cleanup:
     free(send);
     free(recv);
@@ -194,7 +189,7 @@ cleanup:
  * stage the outputs are the whole parameters, held by trainer 0 only. */
 int train_op_download(struct op_call *c)
 {
-    struct trainer *t = c->ctx->rt->train;
+    struct trainer *t = c->state;
     int rc = 0, K = 2 * t->tp->n_layers;
     bool ps = t->role == ROLE_PS, root = c->ctx->rt->layout->rank == 0;
     double t0 = 0, bytes = 0, gatherv = 0;
@@ -206,7 +201,7 @@ int train_op_download(struct op_call *c)
     }
     if (ps || root) {
         CAIRN_CHECK_MPI(MPI_Barrier(t->dl));
-        t0 = now();
+        t0 = clock_now();
     }
     for (int k = 0; k < K; k++) {
         if (ps || root)
@@ -214,7 +209,7 @@ int train_op_download(struct op_call *c)
         bytes += (double)(param_rows(t, k) * param_cols(t, k)) * (double)t->esz;
     }
     if (!ps && !root) return 0;
-    double dt = now() - t0;
+    double dt = clock_now() - t0;
     if (t->spec->debug_gatherv) CAIRN_CHECK(gatherv_same_bytes(t, c, &gatherv));
     if (root) {
         char fields[160];
@@ -234,77 +229,31 @@ cleanup:
 
 /* ---- model.h5 ------------------------------------------------------------------ */
 
-static int put_attr(hid_t obj, const char *name, const char *s)
-{
-    int rc = 0;
-    hid_t t = H5Tcopy(H5T_C_S1), sp = H5Screate(H5S_SCALAR), a = H5I_INVALID_HID;
-    CAIRN_CHECK_H5(t);
-    CAIRN_CHECK_H5(sp);
-    CAIRN_CHECK_H5(H5Tset_size(t, strlen(s) + 1));
-    a = H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
-    CAIRN_CHECK_H5(a);
-    CAIRN_CHECK_H5(H5Awrite(a, t, s));
-cleanup:
-    if (a >= 0) H5Aclose(a);
-    if (sp >= 0) H5Sclose(sp);
-    if (t >= 0) H5Tclose(t);
-    return rc;
-}
-
-static int put_int_attr(hid_t obj, const char *name, int64_t v)
-{
-    int rc = 0;
-    hid_t sp = H5Screate(H5S_SCALAR), a = H5I_INVALID_HID;
-    CAIRN_CHECK_H5(sp);
-    a = H5Acreate2(obj, name, H5T_NATIVE_INT64, sp, H5P_DEFAULT, H5P_DEFAULT);
-    CAIRN_CHECK_H5(a);
-    CAIRN_CHECK_H5(H5Awrite(a, H5T_NATIVE_INT64, &v));
-cleanup:
-    if (a >= 0) H5Aclose(a);
-    if (sp >= 0) H5Sclose(sp);
-    return rc;
-}
-
-static int put_tensor(hid_t g, const char *name, const struct tensor *v)
-{
-    int rc = 0;
-    hsize_t dims[2] = {(hsize_t)v->shape.d[0], (hsize_t)(v->shape.ndim > 1 ? v->shape.d[1] : 1)};
-    hid_t sp = H5Screate_simple(v->shape.ndim, dims, NULL), d = H5I_INVALID_HID;
-    CAIRN_CHECK_H5(sp);
-    d = H5Dcreate2(g, name, h5_native(v->dtype), sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    CAIRN_CHECK_H5(d);
-    CAIRN_CHECK_H5(H5Dwrite(d, h5_native(v->dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, v->data));
-cleanup:
-    if (d >= 0) H5Dclose(d);
-    if (sp >= 0) H5Sclose(sp);
-    return rc;
-}
-
 static int write_model(struct trainer *t, struct op_call *c, const char *path)
 {
     int rc = 0;
     const struct train_spec *sp = t->spec;
     hid_t f = H5I_INVALID_HID, layers = H5I_INVALID_HID, g = H5I_INVALID_HID;
     h5_quiet();
-    f = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    f = h5_create_file(path, H5P_DEFAULT);
     if (f < 0) CAIRN_FAIL(CAIRN_EIO, "cannot create %s", path);
-    CAIRN_CHECK(put_attr(f, "loss", loss_name(sp->loss)));
-    CAIRN_CHECK(put_attr(f, "dtype", dtype_name(sp->dtype)));
-    CAIRN_CHECK(put_attr(f, "job_name", c->ctx->rt->plan->job->name));
-    CAIRN_CHECK(put_attr(f, "cairn_version", CAIRN_VERSION));
-    CAIRN_CHECK(put_int_attr(f, "inputs", sp->inputs));
-    CAIRN_CHECK(put_int_attr(f, "layers", sp->n_layers));
-    CAIRN_CHECK(put_int_attr(f, "epochs", c->ctx->rt->epoch));
-    layers = H5Gcreate2(f, "layers", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    CAIRN_CHECK(h5_attr_put_str(f, "loss", loss_name(sp->loss)));
+    CAIRN_CHECK(h5_attr_put_str(f, "dtype", dtype_name(sp->dtype)));
+    CAIRN_CHECK(h5_attr_put_str(f, "job_name", c->ctx->rt->plan->job->name));
+    CAIRN_CHECK(h5_attr_put_str(f, "cairn_version", CAIRN_VERSION));
+    CAIRN_CHECK(h5_attr_put_i64(f, "inputs", sp->inputs));
+    CAIRN_CHECK(h5_attr_put_i64(f, "layers", sp->n_layers));
+    CAIRN_CHECK(h5_attr_put_i64(f, "epochs", c->ctx->rt->epoch));
+    layers = h5_create_group(f, "layers");
     CAIRN_CHECK_H5(layers);
     for (int l = 0; l < sp->n_layers; l++) {
         char name[32];
         snprintf(name, sizeof name, "%d", l);
-        g = H5Gcreate2(layers, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+        g = h5_create_group(layers, name);
         CAIRN_CHECK_H5(g);
-        CAIRN_CHECK(put_attr(g, "activation", act_name(sp->layers[l].act)));
-        CAIRN_CHECK(put_tensor(g, "W", &c->in[2 * l]->t));
-        CAIRN_CHECK(put_tensor(g, "b", &c->in[2 * l + 1]->t));
+        CAIRN_CHECK(h5_attr_put_str(g, "activation", act_name(sp->layers[l].act)));
+        CAIRN_CHECK(h5_put_tensor(g, "W", &c->in[2 * l]->t));
+        CAIRN_CHECK(h5_put_tensor(g, "b", &c->in[2 * l + 1]->t));
         H5Gclose(g);
         g = H5I_INVALID_HID;
     }
@@ -318,7 +267,7 @@ cleanup:
 /* Trainer 0 writes RUN_DIR/model.h5, atomically (a .tmp, fsync, rename). */
 int train_op_save_model(struct op_call *c)
 {
-    struct trainer *t = c->ctx->rt->train;
+    struct trainer *t = c->state;
     if (c->ctx->rt->layout->rank != 0) return 0;
     int rc = 0;
     char path[4200], tmp[4300];

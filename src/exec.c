@@ -22,7 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_LOCKS 512 /* more than any op touches: a 64-layer ps_step takes 385 */
+/* analyze refuses ops with more than OP_MAX_ARITY inputs or outputs */
+enum { MAX_LOCKS = 2 * OP_MAX_ARITY };
 
 static void where(const struct runtime *rt, char *buf, size_t size)
 {
@@ -101,7 +102,7 @@ _Noreturn static void op_failed(struct exec_ctx *x, const struct op_node *op, in
 static void run_op(struct exec_ctx *x, const struct op_node *op)
 {
     struct workspace *ws = x->rt->ws;
-    struct blob *in[MAX_LOCKS], *out[MAX_LOCKS];
+    struct blob *in[OP_MAX_ARITY], *out[OP_MAX_ARITY];
     struct lockset locks = {.n = 0};
     bool mutates = op->def->flags & OPF_MUTATES_IN0;
     for (int i = 0; i < op->n_in; i++) {
@@ -119,6 +120,7 @@ static void run_op(struct exec_ctx *x, const struct op_node *op)
             rc = cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__, "blob '%s' has no value",
                                op->in[i]);
     struct op_call call = {.ctx = x, .op = op, .in = in, .out = out};
+    if (op->ext > 0) call.state = x->rt->ext_state[op->ext - 1];
     if (rc == 0 && fault_op(&x->rt->fault, x->rt->layout->rank, op->def->name, x->rt->epoch))
         rc = cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__, "injected fault (CAIRN_FAULT)");
     if (rc == 0) {

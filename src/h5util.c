@@ -1,7 +1,10 @@
 /* HDF5 helpers; see include/cairn/h5util.h. */
 #include "cairn/h5util.h"
 
+#include "cairn/error.h"
+
 #include <pthread.h>
+#include <string.h>
 
 /* Process-wide by necessity: it guards a library that is itself global. */
 static pthread_mutex_t h5_mutex = PTHREAD_MUTEX_INITIALIZER;
@@ -29,4 +32,131 @@ enum dtype h5_dtype(hid_t type)
     if (c == H5T_FLOAT) return size == 4 ? DT_F32 : DT_F64;
     if (c == H5T_INTEGER) return size <= 4 ? DT_I32 : DT_I64;
     return DT_NONE;
+}
+
+/* A copy of base (or a new list of class cls) without object timestamps. */
+static hid_t untimed(hid_t base, hid_t cls)
+{
+    hid_t p = base == H5P_DEFAULT ? H5Pcreate(cls) : H5Pcopy(base);
+    if (p >= 0 && H5Pset_obj_track_times(p, 0) < 0) {
+        H5Pclose(p);
+        return H5I_INVALID_HID;
+    }
+    return p;
+}
+
+hid_t h5_create_file(const char *path, hid_t fapl)
+{
+    hid_t fcpl = untimed(H5P_DEFAULT, H5P_FILE_CREATE), f = H5I_INVALID_HID;
+    if (fcpl >= 0) f = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, fapl);
+    if (fcpl >= 0) H5Pclose(fcpl);
+    return f;
+}
+
+static hid_t link_list(void)
+{
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+    if (lcpl >= 0 && H5Pset_create_intermediate_group(lcpl, 1) < 0) {
+        H5Pclose(lcpl);
+        return H5I_INVALID_HID;
+    }
+    return lcpl;
+}
+
+hid_t h5_create_group(hid_t loc, const char *name)
+{
+    hid_t gcpl = untimed(H5P_DEFAULT, H5P_GROUP_CREATE), lcpl = link_list(), g = H5I_INVALID_HID;
+    if (gcpl >= 0 && lcpl >= 0) g = H5Gcreate2(loc, name, lcpl, gcpl, H5P_DEFAULT);
+    if (gcpl >= 0) H5Pclose(gcpl);
+    if (lcpl >= 0) H5Pclose(lcpl);
+    return g;
+}
+
+static hid_t file_space(const struct shape *s)
+{
+    hsize_t dims[CAIRN_MAX_DIMS];
+    for (int i = 0; i < s->ndim; i++) dims[i] = (hsize_t)s->d[i];
+    return s->ndim == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(s->ndim, dims, NULL);
+}
+
+hid_t h5_create_dataset(hid_t loc, const char *name, enum dtype t, const struct shape *s,
+                        hid_t dcpl)
+{
+    hid_t p = untimed(dcpl, H5P_DATASET_CREATE), lcpl = link_list(), sp = file_space(s);
+    hid_t d = H5I_INVALID_HID;
+    if (p >= 0 && lcpl >= 0 && sp >= 0) d = H5Dcreate2(loc, name, h5_native(t), sp, lcpl, p, H5P_DEFAULT);
+    if (sp >= 0) H5Sclose(sp);
+    if (lcpl >= 0) H5Pclose(lcpl);
+    if (p >= 0) H5Pclose(p);
+    return d;
+}
+
+int h5_write_rows(hid_t dset, enum dtype t, int64_t lo, int64_t n, const void *data, hid_t dxpl)
+{
+    int rc = 0, nd;
+    hsize_t dims[CAIRN_MAX_DIMS], start[CAIRN_MAX_DIMS] = {0}, count[CAIRN_MAX_DIMS];
+    hid_t fs = H5Dget_space(dset), ms = H5I_INVALID_HID;
+    CAIRN_CHECK_H5(fs);
+    nd = H5Sget_simple_extent_dims(fs, dims, NULL);
+    CAIRN_CHECK_H5(nd);
+    if (nd == 0) {
+        CAIRN_CHECK_H5(H5Dwrite(dset, h5_native(t), H5S_ALL, H5S_ALL, dxpl, data));
+        goto cleanup;
+    }
+    memcpy(count, dims, sizeof count);
+    start[0] = (hsize_t)lo;
+    count[0] = (hsize_t)n;
+    ms = H5Screate_simple(nd, count, NULL);
+    CAIRN_CHECK_H5(ms);
+    if (n > 0)
+        CAIRN_CHECK_H5(H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL));
+    else
+        CAIRN_CHECK_H5(H5Sselect_none(fs) < 0 || H5Sselect_none(ms) < 0 ? -1 : 0);
+    CAIRN_CHECK_H5(H5Dwrite(dset, h5_native(t), ms, fs, dxpl, data));
+cleanup:
+    if (ms >= 0) H5Sclose(ms);
+    if (fs >= 0) H5Sclose(fs);
+    return rc;
+}
+
+int h5_put_tensor(hid_t loc, const char *name, const struct tensor *v)
+{
+    int rc = 0;
+    hid_t d = h5_create_dataset(loc, name, v->dtype, &v->shape, H5P_DEFAULT);
+    CAIRN_CHECK_H5(d);
+    CAIRN_CHECK_H5(H5Dwrite(d, h5_native(v->dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, v->data));
+cleanup:
+    if (d >= 0) H5Dclose(d);
+    return rc;
+}
+
+int h5_attr_put(hid_t obj, const char *name, hid_t type, const void *v)
+{
+    int rc = 0;
+    hid_t space = H5Screate(H5S_SCALAR), a = H5I_INVALID_HID;
+    CAIRN_CHECK_H5(space);
+    a = H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+    CAIRN_CHECK_H5(a);
+    CAIRN_CHECK_H5(H5Awrite(a, type, v));
+cleanup:
+    if (a >= 0) H5Aclose(a);
+    if (space >= 0) H5Sclose(space);
+    return rc;
+}
+
+int h5_attr_put_str(hid_t obj, const char *name, const char *s)
+{
+    int rc = 0;
+    hid_t t = H5Tcopy(H5T_C_S1);
+    CAIRN_CHECK_H5(t);
+    CAIRN_CHECK_H5(H5Tset_size(t, strlen(s) + 1));
+    CAIRN_CHECK(h5_attr_put(obj, name, t, s));
+cleanup:
+    if (t >= 0) H5Tclose(t);
+    return rc;
+}
+
+int h5_attr_put_i64(hid_t obj, const char *name, int64_t v)
+{
+    return h5_attr_put(obj, name, H5T_NATIVE_INT64, &v);
 }

@@ -2,6 +2,7 @@
 #include "cairn/layout.h"
 
 #include "cairn/error.h"
+#include "cairn/ext.h"
 #include "cairn/plan.h"
 
 #include <stdbool.h>
@@ -38,15 +39,27 @@ cleanup:
     return rc;
 }
 
-/* A model job's communicators: collective on the world (every rank takes
- * part in each split, members or not). */
-static int make_training(struct layout *l, const struct train_plan *tp)
+/* Every extension's communicators: collective on the world (every rank
+ * takes part in each split, members or not). */
+static int make_ext_comms(struct layout *l, const struct plan *p)
 {
     int rc = 0;
-    bool ps = l->gid == tp->ps_group, trainer = l->gid >= 0 && l->gid < tp->stages;
-    CAIRN_CHECK(split(l->world, trainer, trainer ? l->grank : 0, l->gid, &l->pipe));
-    CAIRN_CHECK(split(l->world, trainer || ps, 0, l->rank, &l->train));
-    CAIRN_CHECK(split(l->world, ps || l->rank == 0, 0, l->rank, &l->dl));
+    l->exts = calloc((size_t)p->n_exts + 1, sizeof *l->exts);
+    CAIRN_CHECK_ALLOC(l->exts);
+    l->n_exts = p->n_exts;
+    for (int e = 0; e < p->n_exts; e++) {
+        const struct ext_def *def = p->exts[e].def;
+        struct layout_ext *x = &l->exts[e];
+        x->comms = calloc((size_t)def->n_comms + 1, sizeof *x->comms);
+        CAIRN_CHECK_ALLOC(x->comms);
+        x->n = def->n_comms;
+        for (int i = 0; i < x->n; i++) x->comms[i] = MPI_COMM_NULL;
+        for (int i = 0; i < x->n; i++) {
+            int color = -1, key = l->rank;
+            def->comm_split(p->exts[e].part, l->gid, l->grank, l->rank, i, &color, &key);
+            CAIRN_CHECK(split(l->world, color >= 0, color, key, &x->comms[i]));
+        }
+    }
 cleanup:
     return rc;
 }
@@ -56,7 +69,7 @@ int layout_create(MPI_Comm world, const struct plan *p, struct layout **out)
     int rc = 0;
     struct layout *l = calloc(1, sizeof *l);
     CAIRN_CHECK_ALLOC(l);
-    l->world = l->pipe = l->train = l->dl = MPI_COMM_NULL;
+    l->world = MPI_COMM_NULL;
     CAIRN_CHECK_MPI(MPI_Comm_dup(world, &l->world));
     CAIRN_CHECK_MPI(MPI_Comm_set_errhandler(l->world, MPI_ERRORS_RETURN));
     CAIRN_CHECK_MPI(MPI_Comm_rank(l->world, &l->rank));
@@ -69,7 +82,7 @@ int layout_create(MPI_Comm world, const struct plan *p, struct layout **out)
         MPI_Comm none = MPI_COMM_NULL; /* spare ranks still take part in the split */
         CAIRN_CHECK_MPI(MPI_Comm_split(l->world, MPI_UNDEFINED, l->rank, &none));
     }
-    if (p->train) CAIRN_CHECK(make_training(l, p->train));
+    CAIRN_CHECK(make_ext_comms(l, p));
     *out = l;
     l = NULL;
 cleanup:
@@ -84,9 +97,13 @@ void layout_destroy(struct layout **lp)
     for (int i = 0; l->lanes && i < l->n_lanes; i++)
         if (l->lanes[i] != MPI_COMM_NULL) MPI_Comm_free(&l->lanes[i]);
     free(l->lanes);
-    MPI_Comm *extra[] = {&l->pipe, &l->train, &l->dl, &l->world};
-    for (int i = 0; i < 4; i++)
-        if (*extra[i] != MPI_COMM_NULL) MPI_Comm_free(extra[i]);
+    for (int e = 0; l->exts && e < l->n_exts; e++) {
+        for (int i = 0; l->exts[e].comms && i < l->exts[e].n; i++)
+            if (l->exts[e].comms[i] != MPI_COMM_NULL) MPI_Comm_free(&l->exts[e].comms[i]);
+        free(l->exts[e].comms);
+    }
+    free(l->exts);
+    if (l->world != MPI_COMM_NULL) MPI_Comm_free(&l->world);
     free(l);
     *lp = NULL;
 }

@@ -1,6 +1,7 @@
 /* Model parameters, data split and the single-process reference; see
  * include/cairn/model.h. */
 #include "cairn/model.h"
+#include "cairn/train_spec.h"
 
 #include "cairn/error.h"
 #include "cairn/h5util.h"
@@ -111,27 +112,16 @@ cleanup:
 static int ref_write(struct ref *r, const char *out)
 {
     int rc = 0;
-    hid_t f = H5I_INVALID_HID, lcpl = H5I_INVALID_HID;
+    hid_t f = H5I_INVALID_HID;
     h5_quiet();
-    f = H5Fcreate(out, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    f = h5_create_file(out, H5P_DEFAULT);
     if (f < 0) CAIRN_FAIL(CAIRN_EIO, "cannot create %s", out);
-    lcpl = H5Pcreate(H5P_LINK_CREATE);
-    CAIRN_CHECK_H5(lcpl);
-    CAIRN_CHECK_H5(H5Pset_create_intermediate_group(lcpl, 1));
     for (int k = 0; k < 2 * r->L; k++) {
-        const struct tensor *v = k % 2 ? &r->db[k / 2] : &r->dW[k / 2];
         char name[64];
         snprintf(name, sizeof name, "grads/L%d/%s", k / 2, k % 2 ? "b" : "W");
-        hsize_t dims[2] = {(hsize_t)v->shape.d[0], (hsize_t)(v->shape.ndim > 1 ? v->shape.d[1] : 1)};
-        hid_t sp = H5Screate_simple(v->shape.ndim, dims, NULL);
-        hid_t d = H5Dcreate2(f, name, h5_native(v->dtype), sp, lcpl, H5P_DEFAULT, H5P_DEFAULT);
-        herr_t e = d < 0 ? -1 : H5Dwrite(d, h5_native(v->dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, v->data);
-        if (d >= 0) H5Dclose(d);
-        H5Sclose(sp);
-        CAIRN_CHECK_H5(e);
+        CAIRN_CHECK(h5_put_tensor(f, name, k % 2 ? &r->db[k / 2] : &r->dW[k / 2]));
     }
 cleanup:
-    if (lcpl >= 0) H5Pclose(lcpl);
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
     return rc;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "cairn/clock.h"
 #include "cairn/error.h"
 
 #define REAL float
@@ -123,11 +124,9 @@ int nn_sgemm_gflops(int n, int reps, double *gflops)
     }
     double best = 0;
     for (int r = 0; r < reps; r++) {
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        double t0 = clock_now();
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        double s = clock_now() - t0;
         double g = 2.0 * n * (double)n * n / s / 1e9;
         if (g > best) best = g;
     }

@@ -19,6 +19,7 @@
 #include "train_priv.h"
 
 #include "cairn/coll.h"
+#include "cairn/clock.h"
 #include "cairn/error.h"
 #include "cairn/nn.h"
 #include "cairn/partition.h"
@@ -44,13 +45,6 @@ struct pipe_bufs {
     struct tensor g[2];     /* gradients between layers */
     MPI_Request *rin, *rg, *sout, *sg;
 };
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static int n_local(const struct trainer *t) { return t->l1 - t->l0; }
 static int64_t dim(const struct trainer *t, int j) { return t->tp->dims[t->l0 + j]; }
@@ -164,7 +158,7 @@ static int post_receives(struct trainer *t)
         struct mb *b = &p->mb[i];
         p->rin[i] = p->rg[i] = p->sout[i] = p->sg[i] = MPI_REQUEST_NULL;
         if (b->n == 0) continue;
-        MPI_Datatype real = t->dt == DT_F64 ? MPI_DOUBLE : MPI_FLOAT;
+        MPI_Datatype real = coll_type(t->dt);
         if (!t->first) {
             CAIRN_CHECK(shape2(&b->in, t->dt, b->n, dim(t, 0)));
             CAIRN_CHECK_MPI(MPI_Irecv(b->in.data, (int)(b->n * dim(t, 0)), real, t->stage - 1,
@@ -194,7 +188,7 @@ static int do_forward(struct trainer *t, struct batch *bt, int i)
     int rc = 0;
     struct pipe_bufs *p = t->bufs;
     struct mb *b = &p->mb[i];
-    MPI_Datatype real = t->dt == DT_F64 ? MPI_DOUBLE : MPI_FLOAT;
+    MPI_Datatype real = coll_type(t->dt);
     if (t->first) { /* a view of the batch rows: no copy */
         tensor_free(&b->in);
         b->in = (struct tensor){.dtype = t->dt, .shape = {.ndim = 2, .d = {b->n, dim(t, 0)}},
@@ -229,7 +223,7 @@ static int do_backward(struct trainer *t, struct batch *bt, int i, bool first_of
     struct pipe_bufs *p = t->bufs;
     struct mb *b = &p->mb[i];
     bool kept = keeps(t, i);
-    MPI_Datatype real = t->dt == DT_F64 ? MPI_DOUBLE : MPI_FLOAT;
+    MPI_Datatype real = coll_type(t->dt);
     if (t->first)
         b->in = (struct tensor){.dtype = t->dt, .shape = {.ndim = 2, .d = {b->n, dim(t, 0)}},
                                 .data = row(t, &bt->x, b->off, dim(t, 0))};
@@ -291,7 +285,7 @@ cleanup:
 int pipe_step(struct trainer *t, struct batch *bt)
 {
     int rc = 0;
-    double t0 = now();
+    double t0 = clock_now();
     struct pipe_bufs *p = t->bufs;
     for (int i = 0; i < p->m; i++) {
         int64_t lo, hi;
@@ -303,7 +297,7 @@ int pipe_step(struct trainer *t, struct batch *bt)
     CAIRN_CHECK(run_schedule(t, bt));
     CAIRN_CHECK(finish(t));
 cleanup:
-    t->pipe_seconds += now() - t0;
+    t->pipe_seconds += clock_now() - t0;
     return rc;
 }
 
@@ -312,7 +306,7 @@ int pipe_eval(struct trainer *t, struct batch *bt, double *loss, int64_t *correc
 {
     int rc = 0, L = n_local(t);
     struct mb *b = &t->bufs->mb[0];
-    MPI_Datatype real = t->dt == DT_F64 ? MPI_DOUBLE : MPI_FLOAT;
+    MPI_Datatype real = coll_type(t->dt);
     b->n = bt->n;
     b->off = 0;
     if (bt->n == 0) return 0;

@@ -4,7 +4,6 @@
 #include "cairn/arena.h"
 #include "cairn/diag.h"
 #include "cairn/error.h"
-#include "cairn/trainplan.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +24,11 @@ int plan_group_of_rank(const struct plan *p, int world_rank)
     return -1;
 }
 
+const void *plan_op_part(const struct plan *p, const struct op_node *op)
+{
+    return op->ext > 0 && op->ext <= p->n_exts ? p->exts[op->ext - 1].part : NULL;
+}
+
 int group_find_blob(const struct group *g, const char *name)
 {
     for (int i = 0; i < g->n_blobs; i++)
@@ -32,13 +36,25 @@ int group_find_blob(const struct group *g, const char *name)
     return -1;
 }
 
-/* Groups in declaration order (a model's groups first); ranks follow. */
+/* The extensions' groups in extension order, then the job's; ranks follow. */
 static int place_groups(struct plan *p, struct diags *d)
 {
     const struct job *j = p->job;
     struct group *gen = NULL;
     int n_gen = 0, rc = 0;
-    if (j->train) CAIRN_CHECK(trainplan_groups(p, &gen, &n_gen, d));
+    p->n_exts = j->n_exts;
+    p->exts = arena_alloc(p->arena, (size_t)(j->n_exts + 1) * sizeof *p->exts);
+    for (int e = 0; e < j->n_exts; e++) {
+        struct group *g = NULL;
+        int n = 0;
+        p->exts[e] = (struct plan_ext){.def = j->exts[e].def, .spec = j->exts[e].spec};
+        if (!p->exts[e].def->plan_groups) continue;
+        CAIRN_CHECK(p->exts[e].def->plan_groups(p, p->exts[e].spec, &g, &n, d));
+        for (int i = 0; i < n; i++) {
+            gen = arena_grow(p->arena, gen, (size_t)n_gen, sizeof *gen);
+            gen[n_gen++] = g[i];
+        }
+    }
     p->n_groups = n_gen + j->n_groups;
     p->groups = arena_alloc(p->arena, (size_t)(p->n_groups + 1) * sizeof *p->groups);
     for (int i = 0; i < n_gen; i++) p->groups[i] = gen[i];
@@ -72,6 +88,23 @@ static void too_few_ranks(struct plan *p, struct diags *d)
               "the job needs %d ranks (%s) but was given %d", p->used_ranks, list, p->nranks);
 }
 
+/* The plan's own copy of a step tree: analysis writes its results (blob
+ * ids, lanes) into the copy, so the job stays as config_load made it and
+ * one job can be planned any number of times. */
+static void copy_steps(struct arena *a, struct steplist *dst, const struct steplist *src)
+{
+    dst->n = src->n;
+    dst->v = arena_alloc(a, (size_t)(src->n + 1) * sizeof *dst->v);
+    for (int i = 0; i < src->n; i++) {
+        const struct step *s = &src->v[i];
+        struct step *t = &dst->v[i];
+        *t = *s;
+        copy_steps(a, &t->body, &s->body);
+        t->branches = arena_alloc(a, (size_t)(s->n_branches + 1) * sizeof *t->branches);
+        for (int b = 0; b < s->n_branches; b++) copy_steps(a, &t->branches[b], &s->branches[b]);
+    }
+}
+
 static int bind_tasks(struct plan *p, struct diags *d)
 {
     int errors = 0;
@@ -83,6 +116,7 @@ static int bind_tasks(struct plan *p, struct diags *d)
         dst->v = arena_alloc(p->arena, (size_t)(src->n + 1) * sizeof *dst->v);
         for (int i = 0; i < src->n; i++) {
             dst->v[i] = src->v[i];
+            copy_steps(p->arena, &dst->v[i].steps, &src->v[i].steps);
             dst->v[i].group_id = plan_find_group(p, src->v[i].group);
             if (dst->v[i].group_id < 0 && src->v[i].group) {
                 diags_add(d, src->v[i].file, src->v[i].line, "task '%s': unknown group '%s'",
@@ -119,7 +153,12 @@ int plan_build(const struct job *job, int nranks, struct plan **out, struct diag
         CAIRN_FAIL(CAIRN_EINPUT, "too few ranks");
     }
     if (bind_tasks(p, d)) CAIRN_FAIL(CAIRN_EINPUT, "tasks name unknown groups");
-    if (job->train) CAIRN_CHECK(trainplan_tasks(p));
+    for (int e = 0; e < p->n_exts; e++) {
+        void *part = NULL;
+        if (p->exts[e].def->plan_tasks)
+            CAIRN_CHECK(p->exts[e].def->plan_tasks(p, p->exts[e].spec, e, &part));
+        p->exts[e].part = part;
+    }
     *out = p;
     p = NULL;
 cleanup:

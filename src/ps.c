@@ -67,11 +67,6 @@ int ps_rank_of_shard(const struct trainer *t, int p)
     return t->rt->plan->groups[t->tp->ps_group].first + p;
 }
 
-static MPI_Datatype mpi_real(const struct trainer *t)
-{
-    return t->dt == DT_F64 ? MPI_DOUBLE : MPI_FLOAT;
-}
-
 /* ---- stage side ------------------------------------------------------------------ */
 
 int ps_create(struct trainer *t)
@@ -108,7 +103,7 @@ int ps_pull(struct trainer *t)
             param_block(t, k, p, &lo, &hi);
             if (hi == lo) continue;
             CAIRN_CHECK_MPI(MPI_Irecv((char *)v->data + (size_t)(lo * cols) * t->esz,
-                                      (int)((hi - lo) * cols), mpi_real(t), ps_rank_of_shard(t, p),
+                                      (int)((hi - lo) * cols), coll_type(t->dt), ps_rank_of_shard(t, p),
                                       TAG_PARAM + k, t->train, &t->push_req[n++]));
         }
     }
@@ -129,7 +124,7 @@ int ps_push_layer(struct trainer *t, int l)
             param_block(t, k, p, &lo, &hi);
             if (hi == lo) continue;
             CAIRN_CHECK_MPI(MPI_Isend((char *)g->data + (size_t)(lo * cols) * t->esz,
-                                      (int)((hi - lo) * cols), mpi_real(t), ps_rank_of_shard(t, p),
+                                      (int)((hi - lo) * cols), coll_type(t->dt), ps_rank_of_shard(t, p),
                                       TAG_GRAD + k, t->train, &t->push_req[t->n_push++]));
         }
     }
@@ -163,7 +158,7 @@ static int publish_one(struct trainer *t, int k, const struct tensor *v)
     int rc = 0;
     if (tensor_numel(v) == 0) return 0;
     for (int r = 0; r < t->tp->replicas; r++)
-        CAIRN_CHECK_MPI(MPI_Isend(v->data, (int)tensor_numel(v), mpi_real(t),
+        CAIRN_CHECK_MPI(MPI_Isend(v->data, (int)tensor_numel(v), coll_type(t->dt),
                                   stage_rank(t, r, stage_of_layer(t, k / 2)), TAG_PARAM + k,
                                   t->train, &t->pub_req[t->n_pub++]));
 cleanup:
@@ -201,7 +196,7 @@ static int post_grads(struct trainer *t, MPI_Request *req)
             struct tensor *g = &t->grads[r * K + k];
             struct shape s = {.ndim = 1, .d = {(hi - lo) * param_cols(t, k)}};
             CAIRN_CHECK(tensor_resize(g, t->dt, &s));
-            CAIRN_CHECK_MPI(MPI_Irecv(g->data, (int)s.d[0], mpi_real(t),
+            CAIRN_CHECK_MPI(MPI_Irecv(g->data, (int)s.d[0], coll_type(t->dt),
                                       stage_rank(t, r, stage_of_layer(t, k / 2)), TAG_GRAD + k,
                                       t->train, &req[k * R + r]));
         }
@@ -306,10 +301,7 @@ static int stream_updates(struct trainer *t, struct op_call *c, MPI_Request *req
             todo--;
             spins = 0;
         }
-        if (got == 0 && spins > 200) {
-            struct timespec ts = {0, (spins - 200 < 200 ? spins - 200 + 1 : 200) * 1000};
-            nanosleep(&ts, NULL);
-        }
+        if (got == 0) coll_idle(spins);
     }
 cleanup:
     free(idx);
@@ -318,7 +310,7 @@ cleanup:
 
 int train_op_ps_step(struct op_call *c)
 {
-    struct trainer *t = c->ctx->rt->train;
+    struct trainer *t = c->state;
     int rc = 0, K = n_params(t), R = t->tp->replicas;
     MPI_Request *req = malloc((size_t)(K * R + 1) * sizeof *req);
     int *left = calloc((size_t)K + 1, sizeof *left);
@@ -368,7 +360,7 @@ int trainer_quiesce(struct trainer *t)
  * element, so the same whatever the number of shards) and zero state. */
 int train_op_ps_init(struct op_call *c)
 {
-    struct trainer *t = c->ctx->rt->train;
+    struct trainer *t = c->state;
     int rc = 0, K = n_params(t);
     uint64_t seed = (uint64_t)c->ctx->rt->plan->job->seed;
     for (int i = 0; i < c->op->n_out; i++) {
@@ -396,37 +388,28 @@ cleanup:
 static int dump_grads(struct trainer *t)
 {
     int rc = 0, K = n_params(t);
-    hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID, lcpl = H5I_INVALID_HID;
+    hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID, d = H5I_INVALID_HID;
     t->grads_dumped = true;
     h5_quiet();
     fapl = H5Pcreate(H5P_FILE_ACCESS);
     CAIRN_CHECK_H5(fapl);
     CAIRN_CHECK_H5(H5Pset_fapl_mpio(fapl, t->stagecomm, MPI_INFO_NULL));
-    f = H5Fcreate(t->spec->debug_grads, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    f = h5_create_file(t->spec->debug_grads, fapl);
     if (f < 0) CAIRN_FAIL(CAIRN_EIO, "cannot create %s", t->spec->debug_grads);
-    lcpl = H5Pcreate(H5P_LINK_CREATE);
-    CAIRN_CHECK_H5(lcpl);
-    CAIRN_CHECK_H5(H5Pset_create_intermediate_group(lcpl, 1));
     for (int k = 0; k < K; k++) {
         char name[64];
-        int64_t lo, hi, cols = param_cols(t, k);
+        int64_t lo, hi;
+        struct shape gs = {k % 2 ? 1 : 2, {param_rows(t, k), param_cols(t, k)}};
         snprintf(name, sizeof name, "grads/L%d/%s", k / 2, k % 2 ? "b" : "W");
         param_block(t, k, t->shard, &lo, &hi);
-        hsize_t dims[2] = {(hsize_t)param_rows(t, k), (hsize_t)cols}, start[2] = {(hsize_t)lo, 0},
-                count[2] = {(hsize_t)(hi - lo), (hsize_t)cols};
-        int nd = k % 2 ? 1 : 2;
-        hid_t fs = H5Screate_simple(nd, dims, NULL), ms = H5Screate_simple(nd, count, NULL);
-        hid_t d = H5Dcreate2(f, name, h5_native(t->dt), fs, lcpl, H5P_DEFAULT, H5P_DEFAULT);
-        herr_t e = d < 0 ? -1 : H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count, NULL);
-        if (e >= 0 && hi == lo) e = H5Sselect_none(fs) < 0 || H5Sselect_none(ms) < 0 ? -1 : 0;
-        if (e >= 0) e = H5Dwrite(d, h5_native(t->dt), ms, fs, H5P_DEFAULT, t->grads[k].data);
-        if (d >= 0) H5Dclose(d);
-        H5Sclose(fs);
-        H5Sclose(ms);
-        CAIRN_CHECK_H5(e);
+        d = h5_create_dataset(f, name, t->dt, &gs, H5P_DEFAULT);
+        CAIRN_CHECK_H5(d);
+        CAIRN_CHECK(h5_write_rows(d, t->dt, lo, hi - lo, t->grads[k].data, H5P_DEFAULT));
+        H5Dclose(d);
+        d = H5I_INVALID_HID;
     }
 cleanup:
-    if (lcpl >= 0) H5Pclose(lcpl);
+    if (d >= 0) H5Dclose(d);
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
     if (fapl >= 0) H5Pclose(fapl);
     return rc;

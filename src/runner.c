@@ -4,8 +4,10 @@
 #include "cairn/ckpt.h"
 #include "cairn/ckpt_index.h"
 #include "cairn/coll.h"
+#include "cairn/clock.h"
 #include "cairn/error.h"
 #include "cairn/exec.h"
+#include "cairn/ext.h"
 #include "cairn/fsx.h"
 #include "cairn/layout.h"
 #include "cairn/plan.h"
@@ -15,7 +17,6 @@
 #include "cairn/runtime.h"
 #include "cairn/slurm.h"
 #include "cairn/strbuf.h"
-#include "cairn/train.h"
 #include "cairn/version.h"
 #include "cairn/workspace.h"
 
@@ -23,13 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + t.tv_nsec / 1e9;
-}
 
 static bool is_root(const struct runtime *rt) { return rt->layout->rank == 0; }
 
@@ -137,10 +131,10 @@ static int run_phase(struct runtime *rt, enum phase_id ph)
 {
     int rc = 0;
     if (rt->plan->phases[ph].n == 0) return 0;
-    double t0 = now();
+    double t0 = clock_now();
     run_tasks(rt, ph);
     CAIRN_CHECK(coll_barrier(rt->layout->world));
-    double dt = now() - t0;
+    double dt = clock_now() - t0;
     if (is_root(rt)) {
         char fields[128];
         runlog_line(rt->log, "%s done in %.3f s", phase_name(ph), dt);
@@ -193,25 +187,34 @@ cleanup:
     return rc;
 }
 
-/* Rank 0 logs the epoch; model jobs add their throughput. */
+/* Rank 0 logs the epoch, with what the extensions add (throughput, say). */
 static int log_epoch(struct runtime *rt, int64_t e, double dt)
 {
     int rc = 0;
-    int64_t samples = 0;
-    double pipe = 0;
-    char fields[256], extra[128] = "";
-    if (rt->train) CAIRN_CHECK(trainer_epoch_stats(rt->train, &samples, &pipe));
-    if (!is_root(rt)) return 0;
-    int n = snprintf(fields, sizeof fields, "\"seconds\":%.6f", dt);
-    if (rt->train) {
-        snprintf(fields + n, sizeof fields - (size_t)n,
-                 ",\"samples\":%lld,\"train_seconds\":%.6f,\"pipe_seconds\":%.6f",
-                 (long long)samples, rt->train_seconds, pipe);
-        snprintf(extra, sizeof extra, " (%lld samples, %.0f samples/s in the steps)",
-                 (long long)samples, rt->train_seconds > 0 ? (double)samples / rt->train_seconds : 0);
+    const struct plan *p = rt->plan;
+    struct strbuf fields = {0}, text = {0};
+    strbuf_addf(&fields, "\"seconds\":%.6f", dt);
+    for (int i = 0; i < p->n_exts; i++)
+        if (p->exts[i].def->epoch_stats)
+            CAIRN_CHECK(p->exts[i].def->epoch_stats(rt->ext_state[i], rt->steps_seconds, &fields, &text));
+    CAIRN_CHECK(strbuf_finish(&fields));
+    CAIRN_CHECK(strbuf_finish(&text));
+    if (is_root(rt)) {
+        runlog_line(rt->log, "epoch %lld done in %.3f s%s", (long long)e, dt, strbuf_str(&text));
+        runlog_metric(rt->log, "epoch", e, rt->step, strbuf_str(&fields));
     }
-    runlog_line(rt->log, "epoch %lld done in %.3f s%s", (long long)e, dt, extra);
-    runlog_metric(rt->log, "epoch", e, rt->step, fields);
+cleanup:
+    strbuf_free(&fields);
+    strbuf_free(&text);
+    return rc;
+}
+
+/* Collective: every extension settles its messages in flight. */
+static int quiesce_exts(struct runtime *rt)
+{
+    int rc = 0;
+    for (int i = 0; i < rt->plan->n_exts; i++)
+        if (rt->plan->exts[i].def->quiesce) CAIRN_CHECK(rt->plan->exts[i].def->quiesce(rt->ext_state[i]));
 cleanup:
     return rc;
 }
@@ -232,9 +235,9 @@ static double time_margin(const struct runtime *rt)
  * every epoch of every job). */
 static void refresh_end_time(struct runtime *rt)
 {
-    if (!rt->slurm.present || (rt->end_asked > 0 && now() - rt->end_asked < 60)) return;
+    if (!rt->slurm.present || (rt->end_asked > 0 && clock_now() - rt->end_asked < 60)) return;
     rt->end_time = slurm_end_time(&rt->slurm);
-    rt->end_asked = now();
+    rt->end_asked = clock_now();
 }
 
 /* At a step boundary: has any rank received a preemption signal, or is the
@@ -304,7 +307,7 @@ static int preempted(struct runtime *rt, const struct run_opts *o, const struct 
                  "a rerun repeats the work since the newest committed checkpoint in %s (or "
                  "starts over if there is none)",
                  ckpt_dir(rt->ckpt));
-    if (rt->train) CAIRN_CHECK(trainer_quiesce(rt->train));
+    CAIRN_CHECK(quiesce_exts(rt));
     if (is_root(rt)) {
         ckpt_run_ended(rt->ckpt); /* an orderly stop: the rerun is no crash retry */
         requeue(rt, o, saved);
@@ -324,13 +327,13 @@ static int run_steps(struct runtime *rt, const struct run_opts *o, int64_t e, in
                      struct ckpt_meta *m)
 {
     int rc = 0, why = 0;
-    double t0 = now();
+    double t0 = clock_now();
     rt->epoch = e;
     for (int64_t s = first; s <= rt->steps_per_epoch; s++) {
-        double ts = now();
+        double ts = clock_now();
         rt->step = s;
         run_tasks(rt, PHASE_EPOCH);
-        if (now() - ts > rt->longest_step) rt->longest_step = now() - ts;
+        if (clock_now() - ts > rt->longest_step) rt->longest_step = clock_now() - ts;
         fault_signal(&rt->fault, rt->layout->rank, e, s);
         if (s == rt->steps_per_epoch) break; /* the epoch's end is its own boundary */
         CAIRN_CHECK(must_stop(rt, &why));
@@ -339,7 +342,7 @@ static int run_steps(struct runtime *rt, const struct run_opts *o, int64_t e, in
             return preempted(rt, o, m, why, false);
         }
     }
-    rt->train_seconds = now() - t0;
+    rt->steps_seconds = clock_now() - t0;
 cleanup:
     return rc;
 }
@@ -362,13 +365,13 @@ static int run_epochs(struct runtime *rt, const struct run_opts *o, struct ckpt_
                    rt->steps_per_epoch == 1 ? "" : "s");
     for (int64_t first = m->step + 1;; first = 1) {
         int64_t e = m->epoch + 1;
-        double t0 = now();
+        double t0 = clock_now();
         CAIRN_CHECK(run_steps(rt, o, e, first, m));
         run_tasks(rt, PHASE_EPOCH_END);
         bool by_blob = false, by_max = false;
         CAIRN_CHECK(should_stop(rt, e, &by_blob, &by_max));
         *m = (struct ckpt_meta){.epoch = e, .step = 0, .done = by_blob};
-        CAIRN_CHECK(log_epoch(rt, e, now() - t0));
+        CAIRN_CHECK(log_epoch(rt, e, clock_now() - t0));
         bool stop = by_blob || by_max, tried = false;
         if (ckpt_enabled(rt->ckpt) && (stop || e % ckpt_every(rt->ckpt) == 0)) {
             CAIRN_CHECK(ckpt_save(rt->ckpt, m));
@@ -422,6 +425,27 @@ cleanup:
 
 /* ---- entry ---------------------------------------------------------------- */
 
+/* Collective: each extension's state on this rank; an extension that
+ * counts its own steps (one pass over its data) sets the epoch's length. */
+static int create_exts(struct runtime *rt)
+{
+    int rc = 0;
+    const struct plan *p = rt->plan;
+    rt->ext_state = calloc((size_t)p->n_exts + 1, sizeof *rt->ext_state);
+    rc = rt->ext_state ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    CAIRN_CHECK(coll_agree(rt->layout->world, rc));
+    rt->steps_per_epoch = p->steps_per_epoch;
+    for (int i = 0; i < p->n_exts; i++) {
+        const struct ext_def *def = p->exts[i].def;
+        CAIRN_CHECK(def->create(rt, p->exts[i].part, rt->layout->exts[i].comms, &rt->ext_state[i]));
+        int64_t n = def->steps_per_epoch ? def->steps_per_epoch(rt->ext_state[i]) : 0;
+        if (n > 0) rt->steps_per_epoch = n;
+    }
+    if (rt->steps_per_epoch < 1) rt->steps_per_epoch = 1;
+cleanup:
+    return rc;
+}
+
 static int setup(MPI_Comm world, const struct plan *p, const struct run_opts *o,
                  struct runtime *rt)
 {
@@ -442,18 +466,16 @@ static int setup(MPI_Comm world, const struct plan *p, const struct run_opts *o,
     bool saves = ckpt_enabled(rt->ckpt); /* without checkpoints, signals keep their usual effect */
     CAIRN_CHECK(coll_agree(world, preempt_install(p->job->slurm.signals, saves ? p->job->slurm.n_signals : 0)));
     if (rt->layout->rank == 0) refresh_end_time(rt);
-    rt->steps_per_epoch = p->steps_per_epoch;
-    if (p->train) {
-        CAIRN_CHECK(trainer_create(rt, &rt->train));
-        rt->steps_per_epoch = trainer_steps_per_epoch(rt->train);
-    }
+    CAIRN_CHECK(create_exts(rt));
 cleanup:
     return rc;
 }
 
 static void teardown(struct runtime *rt)
 {
-    trainer_destroy(&rt->train);
+    for (int i = 0; rt->ext_state && i < rt->plan->n_exts; i++)
+        if (rt->ext_state[i]) rt->plan->exts[i].def->destroy(&rt->ext_state[i]);
+    free(rt->ext_state);
     ckpt_close(&rt->ckpt);
     reader_cache_destroy(&rt->readers);
     workspace_destroy(&rt->ws);
@@ -466,7 +488,7 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
     int rc = 0;
     struct runtime rt = {0};
     struct ckpt_meta m = {0};
-    double t0 = now();
+    double t0 = clock_now();
     *epochs = 0;
     CAIRN_CHECK(setup(world, p, o, &rt));
     if (is_root(&rt)) log_start(&rt);
@@ -479,7 +501,7 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
     CAIRN_CHECK(must_stop(&rt, &why));
     if (why) CAIRN_CHECK(preempted(&rt, o, &m, why, true)); /* during start-up: its save was just tried */
     CAIRN_CHECK(run_epochs(&rt, o, &m));
-    if (rt.train) CAIRN_CHECK(trainer_quiesce(rt.train));
+    CAIRN_CHECK(quiesce_exts(&rt));
     CAIRN_CHECK(ckpt_upload(rt.ckpt));
     CAIRN_CHECK(run_phase(&rt, PHASE_DOWNLOAD));
     CAIRN_CHECK(run_phase(&rt, PHASE_EXIT));
@@ -490,9 +512,9 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
         char fields[128];
         runlog_line(rt.log, "job %s finished: %lld epoch%s run (%lld in this run) in %.3f s",
                     p->job->name, (long long)m.epoch, m.epoch == 1 ? "" : "s",
-                    (long long)(m.epoch - first), now() - t0);
+                    (long long)(m.epoch - first), clock_now() - t0);
         snprintf(fields, sizeof fields, "\"epochs\":%lld,\"this_run\":%lld,\"seconds\":%.6f",
-                 (long long)m.epoch, (long long)(m.epoch - first), now() - t0);
+                 (long long)m.epoch, (long long)(m.epoch - first), clock_now() - t0);
         runlog_metric(rt.log, "done", m.epoch, 0, fields);
     }
 cleanup:

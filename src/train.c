@@ -253,9 +253,6 @@ static void assign_role(struct trainer *t)
         t->first = s == 0;
         t->last = s == tp->stages - 1;
     }
-    t->pipe = l->pipe;
-    t->train = l->train;
-    t->dl = l->dl;
     t->stagecomm = l->gid >= 0 ? l->lanes[0] : MPI_COMM_NULL;
 }
 
@@ -276,13 +273,17 @@ cleanup:
     return rc;
 }
 
-int trainer_create(struct runtime *rt, struct trainer **out)
+int trainer_create(struct runtime *rt, const struct train_plan *tp, const MPI_Comm *comms,
+                   struct trainer **out)
 {
     int rc = 0;
     struct trainer *t = calloc(1, sizeof *t);
     if (!t) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
     t->rt = rt;
-    t->tp = rt->plan->train;
+    t->tp = tp;
+    t->pipe = comms[TRAIN_COMM_PIPE];
+    t->train = comms[TRAIN_COMM_TRAIN];
+    t->dl = comms[TRAIN_COMM_DL];
     t->spec = t->tp->spec;
     t->dt = t->spec->dtype;
     t->esz = dtype_size(t->dt);
@@ -371,7 +372,7 @@ static int set_scalar(struct tensor *out, double v)
 
 int train_op_step(struct op_call *c)
 {
-    struct trainer *t = c->ctx->rt->train;
+    struct trainer *t = c->state;
     struct tensor *cursor = &c->in[0]->t;
     struct batch b = {0};
     int rc = 0;
@@ -403,7 +404,7 @@ cleanup:
  * share, in batches of eval_batch, through its pipeline. */
 int train_op_evaluate(struct op_call *c)
 {
-    struct trainer *t = c->ctx->rt->train;
+    struct trainer *t = c->state;
     struct batch b = {0};
     int rc = 0;
     int64_t lo, hi, correct = 0;

@@ -7,6 +7,7 @@
 #include "cairn/job.h"
 #include "cairn/tensor.h"
 #include "cairn/train.h"
+#include "cairn/train_spec.h"
 
 #include <mpi.h>
 #include <stdbool.h>

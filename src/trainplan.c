@@ -20,6 +20,7 @@
 #include "cairn/diag.h"
 #include "cairn/error.h"
 #include "cairn/plan.h"
+#include "cairn/train_spec.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -30,6 +31,7 @@ struct tp {
     const struct train_spec *t;
     struct train_plan *tp;
     struct phase gen[N_PHASES]; /* generated tasks, put before the job's own */
+    int ext;                    /* op_node.ext of the generated ops */
 };
 
 /* ---- building ops ---------------------------------------------------------- */
@@ -53,7 +55,7 @@ static struct op_node *add_op(struct tp *x, struct task *t, const char *name)
     int np = 0;
     while (def->params && def->params[np].key) np++;
     *st = (struct step){.kind = STEP_OP, .file = x->t->file, .line = x->t->line};
-    st->op = (struct op_node){.def = def, .file = x->t->file, .line = x->t->line};
+    st->op = (struct op_node){.def = def, .file = x->t->file, .line = x->t->line, .ext = x->ext};
     st->op.pv = arena_alloc(x->a, (size_t)(np + 1) * sizeof *st->op.pv);
     op_set_defaults(def, st->op.pv);
     return &st->op;
@@ -110,9 +112,10 @@ static void state_operands(struct tp *x, struct op_node *op, bool as_in, bool as
 
 /* ---- groups ------------------------------------------------------------------ */
 
-int trainplan_groups(struct plan *p, struct group **gen, int *n_gen, struct diags *d)
+int trainplan_groups(const struct plan *p, const void *spec, struct group **gen, int *n_gen,
+                     struct diags *d)
 {
-    const struct train_spec *t = p->job->train;
+    const struct train_spec *t = spec;
     int S = (int)t->stages, n = S + 1;
     struct group *g = arena_alloc(p->arena, (size_t)n * sizeof *g);
     for (int s = 0; s < S; s++)
@@ -157,7 +160,6 @@ static void geometry(struct tp *x)
     tp->dims[0] = t->inputs;
     for (int l = 0; l < t->n_layers; l++) tp->dims[l + 1] = t->layers[l].units;
     x->tp = tp;
-    x->p->train = tp;
 }
 
 /* ---- tasks ---------------------------------------------------------------------- */
@@ -244,9 +246,9 @@ static void plan_download_exit(struct tp *x)
     state_operands(x, add_op(x, save, "save_model"), true, false, true);
 }
 
-int trainplan_tasks(struct plan *p)
+int trainplan_tasks(struct plan *p, const void *spec, int ext, void **part)
 {
-    struct tp x = {.p = p, .a = p->arena, .t = p->job->train};
+    struct tp x = {.p = p, .a = p->arena, .t = spec, .ext = ext + 1};
     geometry(&x);
     plan_init(&x);
     plan_epoch(&x);
@@ -261,5 +263,6 @@ int trainplan_tasks(struct plan *p)
         dst->v = v;
         dst->n = n;
     }
+    *part = x.tp;
     return 0;
 }

@@ -3,7 +3,7 @@
  * Layout (documented in cairn-job(5)):
  *   /                      attributes format_version, job_name, digest,
  *                          settings, epoch, step, done, seed, world_size,
- *                          layout, wall_time, unix_time, cairn_version,
+ *                          layout, cairn_version,
  *                          checksum_alg
  *   /groups/GROUP          attributes ranks, first_rank
  *   /groups/GROUP/BLOB     one dataset per blob init created, with

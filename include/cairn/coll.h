@@ -2,7 +2,12 @@
 #ifndef CAIRN_COLL_H
 #define CAIRN_COLL_H
 
+#include "cairn/tensor.h"
+
 #include <mpi.h>
+
+/* The MPI type of one element of a dtype (MPI_DATATYPE_NULL for DT_NONE). */
+MPI_Datatype coll_type(enum dtype t);
 
 /* Collective on comm: every rank passes its own result.  Returns 0 if all
  * succeeded; otherwise the code of the lowest failing rank, whose error
@@ -19,6 +24,9 @@ int coll_gather_double(MPI_Comm comm, double mine, double *vals);
  * running more ranks than cores), and a rank that busy-polls starves the
  * ones it waits for. */
 int coll_wait(int n, MPI_Request *reqs);
+/* That policy for loops that poll requests themselves: call after each
+ * poll that found nothing; spins counts such polls since the last progress. */
+void coll_idle(long spins);
 /* MPI_Barrier and MPI_Allreduce that wait that way (collective on comm). */
 int coll_barrier(MPI_Comm comm);
 int coll_allreduce(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op,

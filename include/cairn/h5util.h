@@ -1,4 +1,6 @@
 /* Small HDF5 helpers shared by the reader, checkpoints and model files.
+ * Every object cairn creates goes through h5_create_* so that it carries no
+ * timestamps: identical runs then write byte-identical files.
  * Debian's parallel HDF5 is not thread-safe: code that may run while report
  * steps or parallel branches run holds h5_lock around HDF5 calls. */
 #ifndef CAIRN_H5UTIL_H
@@ -15,5 +17,23 @@ void h5_unlock(void);
 void h5_quiet(void);
 hid_t h5_native(enum dtype t);   /* H5T_NATIVE_* for a dtype */
 enum dtype h5_dtype(hid_t type); /* DT_NONE for non-numeric types */
+
+/* H5Fcreate (truncating) with fapl (H5P_DEFAULT or an MPI-IO list). */
+hid_t h5_create_file(const char *path, hid_t fapl);
+hid_t h5_create_group(hid_t loc, const char *name);
+/* A dataset of the given dtype and global shape; missing groups on the
+ * way to name are created.  dcpl may be H5P_DEFAULT. */
+hid_t h5_create_dataset(hid_t loc, const char *name, enum dtype t, const struct shape *s,
+                        hid_t dcpl);
+/* Write rows [lo, lo + n) of dim 0 of dset from data (collective on the
+ * file's communicator if dxpl asks for it; n may be 0). */
+int h5_write_rows(hid_t dset, enum dtype t, int64_t lo, int64_t n, const void *data, hid_t dxpl);
+/* Create name under loc and write all of v into it. */
+int h5_put_tensor(hid_t loc, const char *name, const struct tensor *v);
+
+/* Scalar attributes. */
+int h5_attr_put(hid_t obj, const char *name, hid_t type, const void *v);
+int h5_attr_put_str(hid_t obj, const char *name, const char *s);
+int h5_attr_put_i64(hid_t obj, const char *name, int64_t v);
 
 #endif

@@ -16,10 +16,13 @@ struct layout {
     MPI_Comm *lanes; /* n_lanes communicators over the group; lanes[0] is the group's */
     int n_lanes;
     char host[64];
-    /* model jobs only (else MPI_COMM_NULL): */
-    MPI_Comm pipe;  /* this replica's pipeline stages, rank = stage */
-    MPI_Comm train; /* every trainer and PS shard, ranked as in the world */
-    MPI_Comm dl;    /* trainer 0 (rank 0) and the PS shards (ranks 1..P), for the download */
+    /* the communicators each plan extension asked for (ext.h): exts[e].comms[i],
+     * MPI_COMM_NULL where this rank is no member */
+    struct layout_ext {
+        MPI_Comm *comms;
+        int n;
+    } *exts;
+    int n_exts;
 };
 
 /* Collective on world.  Every communicator made here has MPI_ERRORS_RETURN.

@@ -32,18 +32,6 @@ struct stop_ref {
     int blob;
 };
 
-/* A model job's shape: which groups are pipeline stages and PS shards, and
- * which layers each stage holds (planned by trainplan.c). */
-struct train_plan {
-    const struct train_spec *spec;
-    int stages, replicas, shards;
-    int *stage_group;   /* plan group of each stage */
-    int ps_group;
-    int *first_layer;   /* stage s holds layers first_layer[s] .. first_layer[s+1]-1 */
-    int64_t *dims;      /* dims[0] = inputs, dims[l+1] = units of layer l */
-    int n_layers;
-};
-
 struct plan {
     struct arena *arena;
     const struct job *job;
@@ -56,8 +44,9 @@ struct plan {
     int n_stop_blobs;
     struct stop_ref *stops; /* resolved by analyze */
     int n_stops;
-    int64_t steps_per_epoch; /* 0: one pass over the training data, known at run time */
-    struct train_plan *train; /* NULL without a model */
+    int64_t steps_per_epoch; /* 0: an extension's count, known at run time */
+    struct plan_ext *exts;   /* the job's extensions, in ext_all order */
+    int n_exts;
 };
 
 /* Resolve `job` for `nranks` ranks: place groups in declaration order, bind
@@ -69,5 +58,7 @@ void plan_destroy(struct plan **p);
 int plan_find_group(const struct plan *p, const char *name); /* -1 if none */
 int plan_group_of_rank(const struct plan *p, int world_rank); /* -1: spare */
 int group_find_blob(const struct group *g, const char *name); /* -1 if none */
+/* The plan part of the extension that generated op (NULL: none). */
+const void *plan_op_part(const struct plan *p, const struct op_node *op);
 
 #endif

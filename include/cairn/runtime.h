@@ -15,7 +15,6 @@ struct workspace;
 struct runlog;
 struct reader_cache;
 struct ckpt_mgr;
-struct trainer;
 
 struct runtime {
     const struct plan *plan;
@@ -24,10 +23,10 @@ struct runtime {
     struct runlog *log;
     struct reader_cache *readers;
     struct ckpt_mgr *ckpt;
-    struct trainer *train; /* model jobs: this rank's training context */
+    void **ext_state;      /* each plan extension's state on this rank (ext.h) */
     const char *run_dir;
     int64_t steps_per_epoch;
-    double train_seconds; /* the last epoch's steps, without epoch_end */
+    double steps_seconds; /* the last epoch's steps, without epoch_end */
     struct slurm_job slurm;
     double end_time;      /* the Slurm job's end (Unix seconds; rank 0), 0: none */
     double end_asked;     /* when rank 0 last asked Slurm for it (monotonic s), 0: never */

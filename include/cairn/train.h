@@ -5,16 +5,28 @@
 #ifndef CAIRN_TRAIN_H
 #define CAIRN_TRAIN_H
 
+#include <mpi.h>
 #include <stdint.h>
 
 struct runtime;
 struct trainer;
+struct train_plan;
 struct op_call;
+
+/* The communicators the training extension asks the layout for. */
+enum {
+    TRAIN_COMM_PIPE,  /* this replica's pipeline stages, rank = stage */
+    TRAIN_COMM_TRAIN, /* every trainer and PS shard, ranked as in the world */
+    TRAIN_COMM_DL,    /* trainer 0 (rank 0) and the PS shards (1..P), for the download */
+    TRAIN_N_COMMS
+};
 
 /* Collective on the world: this rank's role, its data (checked: shapes,
  * types, label range; errors name the dataset, CAIRN_EINPUT), buffers and
- * the download's process grids. */
-int trainer_create(struct runtime *rt, struct trainer **out);
+ * the download's process grids.  comms: TRAIN_N_COMMS communicators (or
+ * MPI_COMM_NULL where this rank is no member), owned by the layout. */
+int trainer_create(struct runtime *rt, const struct train_plan *tp, const MPI_Comm *comms,
+                   struct trainer **out);
 void trainer_destroy(struct trainer **t);
 /* Steps in one pass over the training data, the same on every rank. */
 int64_t trainer_steps_per_epoch(const struct trainer *t);

@@ -1,16 +1,26 @@
-/* Planning a model job (see src/trainplan.c for the plan it makes). */
+/* The training extension's front end: reading its job-file sections
+ * (src/config_train.c) and planning a model job (src/trainplan.c). */
 #ifndef CAIRN_TRAINPLAN_H
 #define CAIRN_TRAINPLAN_H
 
+#include <libconfig.h>
+
+struct cfg;
 struct plan;
 struct group;
 struct diags;
 
+/* The model, data, pipeline, replicas, ps, on_nan and debug sections and
+ * stop.accuracy / stop.loss; *spec stays NULL without a model section. */
+void train_configure(struct cfg *c, const config_setting_t *root, void **spec);
+
 /* The pipeline-stage and parameter-server groups, placed before the job's
  * own groups so that trainer 0 is world rank 0.  Errors: CAIRN_EINPUT (a
  * job group uses one of their names). */
-int trainplan_groups(struct plan *p, struct group **gen, int *n_gen, struct diags *d);
-/* Fill p->train and put the generated tasks before the job's in each phase. */
-int trainplan_tasks(struct plan *p);
+int trainplan_groups(const struct plan *p, const void *spec, struct group **gen, int *n_gen,
+                     struct diags *d);
+/* Put the generated tasks before the job's in each phase; *part receives
+ * the struct train_plan. */
+int trainplan_tasks(struct plan *p, const void *spec, int ext, void **part);
 
 #endif

@@ -21,7 +21,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
 job=$root/jobs/demo.cfg
 quick=(--set checkpoint.every=0 --set steps_per_epoch=24 --set stop.max_epochs=3)
 
-mpirun -np 2 "$cairn" data synth --out demo.h5 --samples 32768 --features 32 --classes 8 --hidden 4 --seed 11 >/dev/null
+CAIRN=$cairn "$root/jobs/demo_data.sh" demo.h5 2 >/dev/null
 gflops=$("$cairn" bench sgemm 1024 | awk '{print $3}')
 
 best() { /usr/bin/python3 - "$@" <<'PY'

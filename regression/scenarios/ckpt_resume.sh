@@ -42,6 +42,7 @@ for e in 0 1 2 3 4; do
     expect_eq "resume$e/epochs-this-run" "$(metric "r$e/metrics.jsonl" done this_run | awk '{print $NF}')" $((4 - e))
     expect_eq "resume$e/totals" "$(grep -o 'main/total = [0-9]*' "res$e.out" | awk '{print $3}' | xargs)" \
         "$(echo "${want[@]:$e}")"
+    same_bytes "resume$e/checkpoint-same-bytes" ref/ckpt/ckpt-e000004.h5 "r$e/ckpt/ckpt-e000004.h5"
 done
 
 # replicated state resumes on any number of ranks: 1 rank from epoch 1

@@ -8,7 +8,7 @@
 enter
 trap 'chattr -R -i "$T_WORK/$T_NAME" 2>/dev/null' EXIT
 T_TIMEOUT=90
-mpirun -np 2 "$CAIRN" data synth --out d.h5 --samples 3000 --features 16 --classes 5 --hidden 4 --seed 4 >/dev/null
+synth data 2 d.h5 3000 16 5 4 4
 cat >p.cfg <<'CFG'
 name = "p";
 seed = 8;
@@ -37,7 +37,7 @@ mpi usr1-rest 5 run p.cfg --run-dir u --set ps.shards=3
 expect_rc usr1/resumed-exit usr1-rest 0
 expect_grep usr1/resumed-at-step usr1-rest.out "resuming in epoch 2 after step 1 \(init skipped\)"
 expect_grep usr1/rest-of-epoch usr1-rest.out "epoch 2 done in [0-9.]+ s \($((2700 - 64)) samples"
-same_model usr1/same-model-bitwise base/model.h5 u/model.h5
+same_bytes usr1/same-model-bytes base/model.h5 u/model.h5
 
 # a preemption whose checkpoint cannot be written (on_failure = "warn") says
 # so, and the rerun repeats the work since the newest committed checkpoint
@@ -53,7 +53,7 @@ expect_count unwritable/not-claimed-saved ro2.err "checkpoint saved" 0
 mpi ro3 4 run p.cfg --run-dir w
 expect_rc unwritable/resumed-exit ro3 0
 expect_grep unwritable/resumed-from-committed ro3.out "resuming in epoch 2 after step 1 \(init skipped\)"
-same_model unwritable/same-model-bitwise base/model.h5 w/model.h5
+same_bytes unwritable/same-model-bytes base/model.h5 w/model.h5
 
 # preemptions during start-up commit nothing new, yet are no crash loop:
 # with checkpoint.max_resumes = 1 two of them in a row still end in 75,
@@ -65,7 +65,7 @@ expect_eq startup/exits "$(cat su0.rc su1.rc su2.rc | xargs)" "75 75 75"
 expect_grep startup/message su2.err "^cairn: preempted by signal USR1 in epoch 2 after step 1: checkpoint saved in su/ckpt; exit 75: rerun to continue$"
 mpi su3 4 run p.cfg --run-dir su "${cap[@]}"
 expect_rc startup/finishes su3 0
-same_model startup/same-model-bitwise base/model.h5 su/model.h5
+same_bytes startup/same-model-bytes base/model.h5 su/model.h5
 
 # the job file's own signal list: USR2 only, on a trainer rank in epoch 3
 CAIRN_FAULT=signal:USR2:0:3 mpi usr2 4 run p.cfg --run-dir u2 --set 'slurm.signals=["USR2"]'
@@ -73,7 +73,7 @@ expect_rc usr2/exit-75 usr2 75
 expect_grep usr2/message usr2.err "^cairn: preempted by signal USR2 in epoch 3 after step 1: "
 mpi usr2-rest 4 run p.cfg --run-dir u2 --set 'slurm.signals=["USR2"]'
 expect_rc usr2/resumed-exit usr2-rest 0
-same_model usr2/same-model-bitwise base/model.h5 u2/model.h5
+same_bytes usr2/same-model-bytes base/model.h5 u2/model.h5
 
 # a mid-epoch checkpoint cannot continue with fewer steps per epoch
 CAIRN_FAULT=signal:TERM:1:2 mpi term 4 run p.cfg --run-dir t

@@ -31,8 +31,7 @@ export CAIRN JOB=$JOBS/demo.cfg KILL_GRACE=5
 SBATCH=$CAIRN_ROOT/slurm/cairn.sbatch
 epochs=(--set stop.max_epochs=2)
 
-mpirun -np 2 "$CAIRN" data synth --out demo.h5 --samples 32768 --features 32 --classes 8 \
-    --hidden 4 --seed 11 >synth.out 2>&1
+demo_data data 2 demo.h5
 mpi base 4 run "$JOB" --run-dir base "${epochs[@]}"
 expect_rc baseline/exit base 0
 
@@ -104,7 +103,7 @@ usr1() {
     expect_grep "$tag/rest-of-epoch" "$tag/cairn.log" "epoch 2 done in [0-9.]+ s \($((26215 - 512 * s)) samples"
     expect_grep "$tag/output-appended" "$tag.out" "cairn.sbatch: job $j, restart 0, "
     expect_eq "$tag/finished" "$(tail -n 1 "$tag.out" | cut -d, -f1)" "cairn.sbatch: cairn exited with 0"
-    same_model "$tag/same-model-bitwise" base/model.h5 "$tag/model.h5"
+    same_bytes "$tag/same-model-bytes" base/model.h5 "$tag/model.h5"
 }
 
 usr1 usr1-mpirun mpirun
@@ -125,7 +124,7 @@ expect_grep requeue/left-to-slurm requeue/cairn.log "not requeueing slurm job $j
 expect_grep requeue/exit-75-logged requeue.out "cairn.sbatch: cairn exited with 75[ ,]"
 s=$(preempted_step requeue)
 expect_grep requeue/resumed-at-step requeue/cairn.log "resuming in epoch 2 after step $s \(init skipped\)"
-same_model requeue/same-model-bitwise base/model.h5 requeue/model.h5
+same_bytes requeue/same-model-bytes base/model.h5 requeue/model.h5
 
 # three preemptions at different points: mid-epoch 1, the start-up of the
 # first restart, mid-epoch 2 of the second
@@ -142,7 +141,7 @@ expect_count thrice/preempted-3-times thrice/cairn.log "preempted by signal USR1
 expect_count thrice/requeued-3-times thrice/cairn.log "requeued slurm job $j:" 3
 expect_grep thrice/restart-3 thrice/cairn.log "slurm: job $j, restart 3, "
 expect_grep thrice/finished thrice/cairn.log "job demo finished: 2 epochs run"
-same_model thrice/same-model-bitwise base/model.h5 thrice/model.h5
+same_bytes thrice/same-model-bytes base/model.h5 thrice/model.h5
 
 # the time limit, no signal: a copy of cairn.sbatch without --signal, one
 # minute, stopping 50 s before the end; every run stops and requeues
@@ -158,7 +157,7 @@ expect_count time-limit/no-signal limit/cairn.log "preempted by signal" 0
 expect_count time-limit/requeued limit/cairn.log "requeued slurm job $j:" "$n"
 expect_grep time-limit/by-epoch-2 limit/cairn.log "preempted by the time limit \(margin 50 s\) in epoch (1|2) after step"
 expect_grep time-limit/end-time-logged limit/cairn.log "slurm: job $j, restart 0, .* ends [0-9-]+T"
-same_model time-limit/same-model-bitwise base/model.h5 limit/model.h5
+same_bytes time-limit/same-model-bytes base/model.h5 limit/model.h5
 
 # scancel: TERM, and the job is being cancelled, so cairn saves but does
 # not requeue; rerunning the command continues
@@ -171,7 +170,7 @@ expect_grep scancel/not-requeued cancel/cairn.log "not requeueing slurm job $j: 
 mpi cancel-rerun 4 run "$JOB" --run-dir cancel "${epochs[@]}"
 expect_rc scancel/rerun cancel-rerun 0
 expect_grep scancel/resumed cancel-rerun.out "resuming in epoch 2 after step"
-same_model scancel/same-model-bitwise base/model.h5 cancel/model.h5
+same_bytes scancel/same-model-bytes base/model.h5 cancel/model.h5
 
 # --no-requeue: saved, exit 75 through mpirun, and the job ends there
 j=$(submit norq mpirun -- --no-requeue)
@@ -200,7 +199,7 @@ for t in 0 1 2; do
 done
 expect_grep array/1/requeued sweep/1/cairn.log "requeued slurm job ${j}_1: it resumes"
 expect_grep array/1/restarted sweep/1/cairn.log "slurm: job ${j}_1, restart 1, "
-same_model array/1/same-model-bitwise base/model.h5 sweep/1/model.h5
+same_bytes array/1/same-model-bytes base/model.h5 sweep/1/model.h5
 cmp -s sweep/0/model.h5 sweep/2/model.h5 && fail array/settings-differ "tasks 0 and 2 made the same model" ||
     pass array/settings-differ
 

@@ -7,13 +7,9 @@
 . "$(dirname "$0")/../lib.sh"
 enter
 T_TIMEOUT=300
-synth=(data synth --samples 32768 --features 32 --classes 8 --hidden 4 --seed 11)
-run s1 "$CAIRN" "${synth[@]}" --out one.h5
-mpi s3 3 "${synth[@]}" --out demo.h5
-py 'import h5py, numpy as np, sys
-a, b = h5py.File("one.h5", "r"), h5py.File("demo.h5", "r")
-sys.exit(0 if all(np.array_equal(a[d][()], b[d][()]) for d in ("features", "labels")) else 1)' &&
-    pass synth/same-on-1-and-3-ranks || fail synth/same-on-1-and-3-ranks "files differ"
+demo_data s1 1 one.h5
+demo_data s3 3 demo.h5
+same_bytes synth/same-on-1-and-3-ranks one.h5 demo.h5
 
 mpi full 4 run "$JOBS/demo.cfg" --run-dir full
 expect_rc full/exit full 0
@@ -54,3 +50,9 @@ mpi rest 4 run "$JOBS/demo.cfg" --run-dir split
 expect_rc resume/exit rest 0
 expect_grep resume/from-epoch-3 rest.out "resuming after epoch 3 "
 same_model resume/same-model-bitwise full/model.h5 split/model.h5
+# and the same files, byte for byte: the model and the last checkpoint
+same_bytes resume/model-same-bytes full/model.h5 split/model.h5
+for f in full/ckpt/ckpt-e*.h5; do
+    same_bytes "resume/$(basename "$f" .h5)-same-bytes" "$f" "split/ckpt/$(basename "$f")"
+done
+same_bytes resume/index-same-bytes full/ckpt/index split/ckpt/index

@@ -4,7 +4,7 @@
 . "$(dirname "$0")/../lib.sh"
 enter
 T_TIMEOUT=60
-mpirun -np 2 "$CAIRN" data synth --out d.h5 --samples 512 --features 8 --classes 4 --seed 2 >/dev/null
+synth data 2 d.h5 512 8 4 2
 cat >t.cfg <<'CFG'
 name = "t";
 model = { inputs = 8; layers = ( { units = 16; activation = "relu"; }, { units = 4; } ); };

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/../lib.sh"
 enter
 T_TIMEOUT=60
-mpirun -np 2 "$CAIRN" data synth --out g.h5 --samples 1024 --features 16 --classes 5 --hidden 4 --seed 3 >/dev/null
+synth data 2 g.h5 1024 16 5 3 4
 cat >g.cfg <<'CFG'
 name = "grads";
 seed = 5;

@@ -6,7 +6,7 @@
 # continues exactly.
 . "$(dirname "$0")/../lib.sh"
 enter
-mpirun -np 2 "$CAIRN" data synth --out d.h5 --samples 4096 --features 16 --classes 6 --hidden 4 --seed 9 >/dev/null
+synth data 2 d.h5 4096 16 6 9 4
 cat >li.cfg <<'CFG'
 name = "li";
 seed = 5;

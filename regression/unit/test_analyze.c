@@ -55,6 +55,34 @@ static void allreduce_makes_replicated(void **state)
     assert_false(blob(f->plan, 0, "s")->persistent);
 }
 
+/* The job is read-only once loaded: two plans of it (on different rank
+ * counts) keep their own analysis, and the first outlives the second. */
+static void one_job_planned_twice(void **state)
+{
+    struct fixture *f = *state;
+    const char *text =
+        "name = \"t\"; groups = ( { name = \"a\"; ranks = 1; }, { name = \"g\"; ranks = 2; } );\n"
+        "init = ( { group = \"g\"; steps = ( { op = \"fill\"; out = \"total\"; } ); } );\n"
+        "epoch = ( { group = \"g\"; steps = ( { op = \"fill\"; out = \"x\"; },\n"
+        "  { op = \"add\"; in = [\"total\", \"x\"]; out = \"total\"; } ); } );\n"
+        "stop = { max_epochs = 1; };\n";
+    struct plan *second = NULL;
+    int rc = load_text(text, NULL, 0, 3, &f->job, &f->plan, &f->d);
+    assert_int_equal(rc, 0);
+    const struct op_node *mine = &f->plan->phases[PHASE_EPOCH].v[0].steps.v[1].op;
+    const struct op_node *job_op = &f->job->phases[PHASE_EPOCH].v[0].steps.v[1].op;
+    assert_ptr_not_equal(mine, job_op);
+    assert_null(job_op->in_id); /* analysis wrote into the plan, not the job */
+    int want[2] = {mine->in_id[0], mine->in_id[1]};
+    assert_int_equal(plan_build(f->job, 5, &second, &f->d), 0);
+    assert_int_equal(analyze(second, &f->d), 0);
+    assert_ptr_not_equal(second->phases[PHASE_EPOCH].v[0].steps.v[1].op.in_id, mine->in_id);
+    plan_destroy(&second);
+    assert_int_equal(mine->in_id[0], want[0]);
+    assert_int_equal(mine->in_id[1], want[1]);
+    assert_int_equal(f->plan->groups[1].first, 1);
+}
+
 static void lanes_for_parallel_branches(void **state)
 {
     struct fixture *f = *state;
@@ -155,6 +183,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(allreduce_makes_replicated, setup, teardown),
         cmocka_unit_test_setup_teardown(lanes_for_parallel_branches, setup, teardown),
+        cmocka_unit_test_setup_teardown(one_job_planned_twice, setup, teardown),
         cmocka_unit_test_setup_teardown(blobs_are_per_group, setup, teardown),
         cmocka_unit_test_setup_teardown(each_undefined_blob_once, setup, teardown),
         cmocka_unit_test_setup_teardown(prints_the_plan, setup, teardown),

@@ -1,0 +1,78 @@
+/* The training extension's job spec and plan: what the model, data,
+ * pipeline, replicas and ps sections of a job file say (config_train.c),
+ * and the groups and layers they become (trainplan.c).  The extension
+ * itself is train_ext (src/train/train_ext.c). */
+#ifndef CAIRN_TRAIN_SPEC_H
+#define CAIRN_TRAIN_SPEC_H
+
+#include "cairn/ext.h"
+#include "cairn/nn.h"
+#include "cairn/tensor.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+extern const struct ext_def train_ext;
+
+/* ---- distributed training (the model, data, pipeline, replicas and ps
+ * sections; see cairn-job(5)) ---- */
+
+enum recompute { RECOMPUTE_ALWAYS, RECOMPUTE_EXCEPT_LAST, RECOMPUTE_NEVER };
+enum schedule { SCHEDULE_GPIPE, SCHEDULE_1F1B };
+enum optimizer { OPT_SGD, OPT_MOMENTUM, OPT_ADAM };
+
+struct layer_spec {
+    int64_t units;
+    enum act act;
+};
+
+struct train_spec {
+    const char *file; /* where the model section is, for messages */
+    int line;
+    /* the settings that size the groups, for messages about rank counts:
+     * replicas or pipeline.stages (stage groups), ps.shards (ps group) */
+    const char *stages_file, *shards_file;
+    int stages_line, shards_line;
+    /* model */
+    int64_t inputs;
+    struct layer_spec *layers;
+    int n_layers;
+    enum loss loss;
+    enum dtype dtype;
+    /* data */
+    const char *data_file, *features, *labels, *holdout_file;
+    double holdout; /* fraction of the rows, taken from the end */
+    int64_t batch, eval_batch;
+    bool shuffle;
+    int data_line;
+    /* pipeline */
+    int64_t stages, chunks;
+    int64_t *balance; /* layers per stage */
+    enum recompute recompute;
+    enum schedule schedule;
+    int64_t replicas;
+    /* ps */
+    int64_t shards;
+    enum optimizer opt;
+    double lr, weight_decay, momentum, beta1, beta2, eps;
+    /* behaviour */
+    bool abort_on_nan;
+    const char *debug_grads; /* write the first step's gradients here */
+    bool debug_gatherv;      /* time an MPI_Gatherv of the download's bytes too */
+    bool stop_on_accuracy, stop_on_loss;
+    double stop_accuracy, stop_loss;
+};
+
+/* A model job's shape: which groups are pipeline stages and PS shards, and
+ * which layers each stage holds (planned by trainplan.c). */
+struct train_plan {
+    const struct train_spec *spec;
+    int stages, replicas, shards;
+    int *stage_group;   /* plan group of each stage */
+    int ps_group;
+    int *first_layer;   /* stage s holds layers first_layer[s] .. first_layer[s+1]-1 */
+    int64_t *dims;      /* dims[0] = inputs, dims[l+1] = units of layer l */
+    int n_layers;
+};
+
+#endif

@@ -1,0 +1,92 @@
+/* The training extension (include/cairn/ext.h): how a model job plugs into
+ * the generic core.  Each hook forwards to the module that does the work:
+ * config_train.c, trainplan.c, train.c. */
+#include "cairn/train_spec.h"
+
+#include "cairn/error.h"
+#include "cairn/runtime.h"
+#include "cairn/strbuf.h"
+#include "cairn/train.h"
+#include "cairn/trainplan.h"
+
+static const char *const keys[] = {"model", "data", "pipeline", "replicas", "ps", "on_nan",
+                                   "debug", NULL};
+static const char *const stop_keys[] = {"accuracy", "loss", NULL};
+
+static bool has_stop(const void *spec)
+{
+    const struct train_spec *t = spec;
+    return t->stop_on_accuracy || t->stop_on_loss;
+}
+
+/* Pipeline: a replica's stages (colour: the replica); train: trainers and
+ * shards; download: trainer 0 and the shards. */
+static void comm_split(const void *part, int group, int group_rank, int world_rank, int i,
+                       int *color, int *key)
+{
+    const struct train_plan *tp = part;
+    bool ps = group == tp->ps_group, trainer = group >= 0 && group < tp->stages;
+    *color = -1;
+    *key = world_rank;
+    switch (i) {
+    case TRAIN_COMM_PIPE:
+        if (trainer) *color = group_rank, *key = group;
+        break;
+    case TRAIN_COMM_TRAIN:
+        if (trainer || ps) *color = 0;
+        break;
+    case TRAIN_COMM_DL:
+        if (ps || world_rank == 0) *color = 0;
+        break;
+    }
+}
+
+static int create(struct runtime *rt, const void *part, const MPI_Comm *comms, void **state)
+{
+    struct trainer *t = NULL;
+    int rc = trainer_create(rt, part, comms, &t);
+    *state = t;
+    return rc;
+}
+
+static void destroy(void **state)
+{
+    struct trainer *t = *state;
+    trainer_destroy(&t);
+    *state = NULL;
+}
+
+static int64_t steps_per_epoch(const void *state) { return trainer_steps_per_epoch(state); }
+
+static int epoch_stats(void *state, double steps_seconds, struct strbuf *fields,
+                       struct strbuf *text)
+{
+    int64_t samples = 0;
+    double pipe = 0;
+    int rc = trainer_epoch_stats(state, &samples, &pipe);
+    if (rc) return rc;
+    strbuf_addf(fields, ",\"samples\":%lld,\"train_seconds\":%.6f,\"pipe_seconds\":%.6f",
+                (long long)samples, steps_seconds, pipe);
+    strbuf_addf(text, " (%lld samples, %.0f samples/s in the steps)", (long long)samples,
+                steps_seconds > 0 ? (double)samples / steps_seconds : 0);
+    return 0;
+}
+
+static int quiesce(void *state) { return trainer_quiesce(state); }
+
+const struct ext_def train_ext = {
+    .name = "training",
+    .keys = keys,
+    .stop_keys = stop_keys,
+    .configure = train_configure,
+    .has_stop = has_stop,
+    .plan_groups = trainplan_groups,
+    .plan_tasks = trainplan_tasks,
+    .n_comms = TRAIN_N_COMMS,
+    .comm_split = comm_split,
+    .create = create,
+    .destroy = destroy,
+    .steps_per_epoch = steps_per_epoch,
+    .epoch_stats = epoch_stats,
+    .quiesce = quiesce,
+};
