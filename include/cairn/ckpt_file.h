@@ -23,14 +23,30 @@
 #include "cairn/op.h"
 #include "cairn/tensor.h"
 
+#include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #define CAIRN_CKPT_FORMAT 2
 
-struct runtime;
 struct plan;
 struct strbuf;
+
+/* Who writes or reads a checkpoint, and what: the persistent blobs of a
+ * plan's groups, and this rank's tensors of them.  The runner builds one
+ * from its layout and workspace; a unit test builds one on MPI_COMM_SELF. */
+struct ckpt_view {
+    const struct plan *plan; /* groups, ranks, blobs (the persistent ones are saved) */
+    MPI_Comm comm;           /* every rank of the plan, ranked as in it */
+    int rank;
+    int group;               /* this rank's group, -1 on a spare rank */
+    MPI_Comm group_comm;     /* over the group (MPI_COMM_NULL on a spare) */
+    int group_rank, group_size;
+    struct tensor **tensors; /* this rank's tensor of each blob of its group, by blob id */
+    /* optional: called at the fault points of a save (fault.h) */
+    void (*fault)(void *arg, const char *point, int64_t epoch, const char *dir);
+    void *fault_arg;
+};
 
 /* The runner's own state. */
 struct ckpt_meta {
@@ -49,17 +65,18 @@ struct ckpt_io {
  * seed and every persistent blob's type, shape and distribution. */
 int ckpt_settings(const struct plan *p, struct strbuf *out);
 
-/* Write rt's persistent blobs to path.  Collective on the world; returns
- * the same result on every rank.  Fault point "write" (see fault.h) falls
- * between datasets. */
-int ckpt_file_write(struct runtime *rt, const char *path, const struct ckpt_meta *m,
+/* Write v's persistent blobs to path.  Collective on v->comm; returns
+ * the same result on every rank.  Fault points "allocate" and "write"
+ * (between datasets). */
+int ckpt_file_write(const struct ckpt_view *v, const char *path, const struct ckpt_meta *m,
                     struct ckpt_io *io);
 
-/* Load rt's persistent blobs from path, verifying every checksum.
- * Collective on the world; the same result on every rank:
+/* Load v's persistent blobs from path into v's tensors, verifying every
+ * checksum.  Collective on v->comm; the same result on every rank:
  * CAIRN_EINPUT if the checkpoint is of other settings or cannot be laid out
  * on these ranks (the message says why), CAIRN_ECORRUPT if it is damaged. */
-int ckpt_file_read(struct runtime *rt, const char *path, struct ckpt_meta *m, struct ckpt_io *io);
+int ckpt_file_read(const struct ckpt_view *v, const char *path, struct ckpt_meta *m,
+                   struct ckpt_io *io);
 
 /* The "meta_checksum" root attribute of a checkpoint with this position,
  * seed, world size and settings text, whose groups have ranks(group, arg)
@@ -71,7 +88,7 @@ int ckpt_file_meta_checksum(const struct ckpt_meta *m, int64_t seed, int64_t wor
 
 /* Serial: the loader's own validation of path (every attribute, the
  * metadata checksum, every dataset's type, shape and checksum), one line
- * per verified dataset to out.  With settings (ckpt_settings of a job),
+ * per verified dataset to out (if not NULL).  With settings (ckpt_settings of a job),
  * also that the checkpoint is of that job's settings.  Returns 0,
  * CAIRN_ECORRUPT naming what is damaged, or CAIRN_EINPUT (another format,
  * or other settings). */

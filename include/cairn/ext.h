@@ -4,7 +4,7 @@
  * meant to be others.  An extension owns some top-level job-file keys, adds
  * groups and generated tasks to the plan, asks the layout for the
  * communicators it needs, keeps per-rank state at run time, and brings its
- * own ops (listed in src/registry.c), whose kernels get that state as
+ * own ops (listed in src/app/registry.c), whose kernels get that state as
  * op_call.state.  The core (config,
  * plan, layout, runner, exec) calls only the hooks below and never names an
  * extension; src/app/registry.c lists the ones linked in.

@@ -5,11 +5,17 @@
 
 #include "cairn/tensor.h"
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct train_spec;
 
 /* Parameter k: layer k/2's W [inputs, units] (even k) or b [units] (odd). */
+/* The names of parameter k (2l: layer l's W, 2l+1: its b): its blob,
+ * "L<l>.W" or "L<l>.b", with suffix appended (".m", ".v": optimizer
+ * state), and its dataset in a gradients file, "grads/L<l>/W". */
+void model_param_name(int k, const char *suffix, char *out, size_t size);
+void model_grad_name(int k, char *out, size_t size);
 int64_t model_param_rows(const struct train_spec *t, int k);
 int64_t model_param_cols(const struct train_spec *t, int k);
 /* Rows [lo, lo + v's rows) of parameter k's initial value into v (already

@@ -9,12 +9,22 @@
 
 #include <stdint.h>
 
-enum act { ACT_IDENTITY, ACT_RELU, ACT_TANH, ACT_SIGMOID };
-enum loss { LOSS_SOFTMAX_CE, LOSS_MSE };
+/* X(enum, job-file name): the enums and their name tables come from these. */
+#define CAIRN_ACTS(X) X(ACT_IDENTITY, "identity") X(ACT_RELU, "relu") X(ACT_TANH, "tanh") \
+    X(ACT_SIGMOID, "sigmoid")
+#define CAIRN_LOSSES(X) X(LOSS_SOFTMAX_CE, "softmax_cross_entropy") X(LOSS_MSE, "mse")
+#define CAIRN_ENUM_ITEM(e, name) e,
+#define CAIRN_COUNT_ITEM(e, name) +1
+enum act { CAIRN_ACTS(CAIRN_ENUM_ITEM) };
+enum loss { CAIRN_LOSSES(CAIRN_ENUM_ITEM) };
+enum { N_ACTS = CAIRN_ACTS(CAIRN_COUNT_ITEM), N_LOSSES = CAIRN_LOSSES(CAIRN_COUNT_ITEM) };
+/* The names, in enum order, NULL-terminated. */
+extern const char *const act_names[];
+extern const char *const loss_names[];
+/* The most layers a model may have (config checks it). */
+enum { NN_MAX_LAYERS = 64 };
 
-enum act act_parse(const char *s, bool *ok);
-const char *act_name(enum act a);
-enum loss loss_parse(const char *s, bool *ok);
+const char *act_name(enum act a);   /* "?" out of range */
 const char *loss_name(enum loss l);
 
 /* y[n, out] = act(x[n, in] W[in, out] + b[out]). */

@@ -1,6 +1,6 @@
 /* The op schema: what an op is (name, inputs, outputs, typed parameters,
- * type inference and the kernel).  Each op family (src/ops_*.c, and an
- * extension's own) exports its definitions; src/registry.c lists them all.
+ * type inference and the kernel).  Each op family (src/runtime/ops_*.c, and an
+ * extension's own) exports its definitions; src/app/registry.c lists them all.
  * Config validates parameters against these schemas, analyze calls infer,
  * exec calls run. */
 #ifndef CAIRN_OP_H
@@ -103,7 +103,7 @@ struct op_def {
 };
 
 const struct op_def *op_find(const char *name);
-/* The registry (src/registry.c), in listing order; *n receives its length. */
+/* The registry (src/app/registry.c), in listing order; *n receives its length. */
 const struct op_def *const *op_all(int *n);
 /* Index of a parameter in def->params, or -1. */
 int op_param_index(const struct op_def *def, const char *key);

@@ -9,7 +9,15 @@
 
 #define CAIRN_MAX_DIMS 8
 
-enum dtype { DT_NONE = 0, DT_F32, DT_F64, DT_I32, DT_I64 };
+/* X(enum, name, C type) for every element type; DT_NONE is 0 ("?"). */
+#define CAIRN_DTYPES(X) X(DT_F32, "f32", float) X(DT_F64, "f64", double) \
+    X(DT_I32, "i32", int32_t) X(DT_I64, "i64", int64_t)
+#define CAIRN_DTYPE_ENUM(e, name, ctype) e,
+#define CAIRN_DTYPE_COUNT(e, name, ctype) +1
+enum dtype { DT_NONE = 0, CAIRN_DTYPES(CAIRN_DTYPE_ENUM) };
+enum { N_DTYPES = 1 CAIRN_DTYPES(CAIRN_DTYPE_COUNT) }; /* DT_NONE included */
+/* The dtype choices of an op parameter (PT_ENUM), in enum order. */
+#define CAIRN_DTYPE_CHOICES "f32|f64|i32|i64"
 
 const char *dtype_name(enum dtype t);               /* "f32" ... ; "?" for DT_NONE */
 enum dtype dtype_parse(const char *s);              /* DT_NONE if unknown */

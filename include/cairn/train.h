@@ -1,6 +1,6 @@
 /* Distributed training at run time: the context of one rank of a model
  * job, and the kernels of the ops the planner generates for it
- * (src/trainplan.c): ps_init, ps_step, train_step, evaluate, download,
+ * (src/train/trainplan.c): ps_init, ps_step, train_step, evaluate, download,
  * save_model. */
 #ifndef CAIRN_TRAIN_H
 #define CAIRN_TRAIN_H

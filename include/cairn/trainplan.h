@@ -1,5 +1,5 @@
 /* The training extension's front end: reading its job-file sections
- * (src/config_train.c) and planning a model job (src/trainplan.c). */
+ * (src/train/config_train.c) and planning a model job (src/train/trainplan.c). */
 #ifndef CAIRN_TRAINPLAN_H
 #define CAIRN_TRAINPLAN_H
 

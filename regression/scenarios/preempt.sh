@@ -9,21 +9,18 @@ enter
 trap 'chattr -R -i "$T_WORK/$T_NAME" 2>/dev/null' EXIT
 T_TIMEOUT=90
 synth data 2 d.h5 3000 16 5 4 4
-cat >p.cfg <<'CFG'
-name = "p";
-seed = 8;
-model = { inputs = 16;
-  layers = ( { units = 40; activation = "relu"; }, { units = 24; activation = "tanh"; },
-             { units = 5; activation = "identity"; } ); };
-data = { file = "d.h5"; batch = 64; holdout = 0.1; };
-pipeline = { stages = 2; chunks = 2; schedule = "1f1b"; };
-ps = { shards = 2; optimizer = "adam"; lr = 0.002; };
-stop = { max_epochs = 3; };
-CFG
+cp "$CAIRN_ROOT/regression/jobs/mlp.cfg" p.cfg
 # 2700 training rows: 43 steps of 64 (the last one short) per epoch
 
 mpi base 4 run p.cfg --run-dir base
 expect_rc base/exit base 0
+expect_eq batches/steps-per-epoch "$(metric base/metrics.jsonl epoch step)" "43 43 43"
+expect_eq batches/samples-per-epoch "$(metric base/metrics.jsonl epoch samples)" "2700 2700 2700"
+# the held-out rows are floor(H x N): 299 of 3000 for H = 0.0999, so 2701
+# training rows, still 43 steps (the last one of 13 rows)
+mpi floor 4 run p.cfg --run-dir floor --set data.holdout=0.0999 --set stop.max_epochs=1
+expect_eq batches/holdout-rounds-down "$(metric floor/metrics.jsonl epoch step) $(metric floor/metrics.jsonl epoch samples)" "43 2701"
+expect_grep batches/train-loss-logged floor.out "train_loss = [0-9.e+-]+"
 
 # USR1 on a PS shard (rank 3) in epoch 2; resumed with 3 shards
 CAIRN_FAULT=signal:USR1:3:2 mpi usr1 4 run p.cfg --run-dir u

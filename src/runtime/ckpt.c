@@ -1,17 +1,20 @@
 /* The checkpoint manager; see include/cairn/ckpt.h. */
 #include "cairn/ckpt.h"
-#include "cairn/clock.h"
 
+#include "cairn/ckpt_file.h"
 #include "cairn/ckpt_index.h"
+#include "cairn/clock.h"
 #include "cairn/coll.h"
 #include "cairn/error.h"
 #include "cairn/fault.h"
 #include "cairn/fsx.h"
 #include "cairn/job.h"
 #include "cairn/layout.h"
+#include "cairn/plan.h"
 #include "cairn/runlog.h"
 #include "cairn/runtime.h"
 #include "cairn/strbuf.h"
+#include "cairn/workspace.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -45,6 +48,54 @@ bool ckpt_committed_at(const struct ckpt_mgr *c, const struct ckpt_meta *m)
     return c->committed && c->last.epoch == m->epoch && c->last.step == m->step;
 }
 const char *ckpt_dir(const struct ckpt_mgr *c) { return c->dir; }
+
+static void fault_hook(void *arg, const char *point, int64_t epoch, const char *dir)
+{
+    const struct runtime *rt = arg;
+    fault_point(&rt->fault, rt->layout->rank, point, epoch, dir);
+}
+
+/* The checkpoint file's view of this rank: the plan, the layout's
+ * communicators and the workspace's tensors (*tensors: the caller frees). */
+static int make_view(const struct ckpt_mgr *c, struct ckpt_view *v, struct tensor ***tensors)
+{
+    const struct runtime *rt = c->rt;
+    const struct layout *l = rt->layout;
+    int n = l->gid >= 0 ? rt->plan->groups[l->gid].n_blobs : 0;
+    *tensors = calloc((size_t)n + 1, sizeof **tensors);
+    for (int b = 0; *tensors && b < n; b++) (*tensors)[b] = &rt->ws->v[b].t;
+    *v = (struct ckpt_view){.plan = rt->plan, .comm = l->world, .rank = l->rank, .group = l->gid,
+                            .group_comm = l->gid >= 0 ? l->lanes[0] : MPI_COMM_NULL,
+                            .group_rank = l->grank, .group_size = l->gsize, .tensors = *tensors,
+                            .fault = fault_hook, .fault_arg = (void *)rt};
+    return *tensors ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+}
+
+static int file_write(const struct ckpt_mgr *c, const char *path, const struct ckpt_meta *m,
+                      struct ckpt_io *io)
+{
+    struct ckpt_view v;
+    struct tensor **t = NULL;
+    int rc = coll_agree(world(c), make_view(c, &v, &t));
+    if (rc == 0) rc = ckpt_file_write(&v, path, m, io);
+    free(t);
+    return rc;
+}
+
+/* A load defines every persistent blob of this rank's group. */
+static int file_read(const struct ckpt_mgr *c, const char *path, struct ckpt_meta *m,
+                     struct ckpt_io *io)
+{
+    struct ckpt_view v;
+    struct tensor **t = NULL;
+    const struct layout *l = c->rt->layout;
+    int rc = coll_agree(world(c), make_view(c, &v, &t));
+    if (rc == 0) rc = ckpt_file_read(&v, path, m, io);
+    for (int b = 0; rc == 0 && l->gid >= 0 && b < c->rt->plan->groups[l->gid].n_blobs; b++)
+        if (c->rt->plan->groups[l->gid].blobs[b].persistent) c->rt->ws->v[b].defined = true;
+    free(t);
+    return rc;
+}
 
 static void fault(const struct ckpt_mgr *c, const char *point, int64_t epoch)
 {
@@ -355,7 +406,7 @@ int ckpt_resume(struct ckpt_mgr *c, struct ckpt_meta *m, bool *resumed)
         int lrc = k.skip ? CAIRN_ECORRUPT : 0;
         if (!k.skip) {
             CAIRN_CHECK(fsx_join(path, sizeof path, c->dir, k.file));
-            lrc = ckpt_file_read(c->rt, path, m, &io);
+            lrc = file_read(c, path, m, &io);
         }
         if (lrc == 0 && (m->epoch != k.epoch || m->step != k.step))
             lrc = cairn_err_set(CAIRN_ECORRUPT, __FILE__, __LINE__,
@@ -509,7 +560,7 @@ int ckpt_save(struct ckpt_mgr *c, const struct ckpt_meta *m)
     strcat(tmp, ".tmp");
     if (rc == 0 && is_root(c)) rc = probe(c, tmp);
     rc = coll_agree(world(c), rc);
-    if (rc == 0) rc = ckpt_file_write(c->rt, tmp, m, &io);
+    if (rc == 0) rc = file_write(c, tmp, m, &io);
     if (rc == 0) rc = coll_agree(world(c), is_root(c) ? commit(c, name, m) : 0);
     if (rc) {
         if (is_root(c)) unlink(tmp); /* never listed, so never loaded; tidy up */

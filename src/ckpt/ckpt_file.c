@@ -12,16 +12,12 @@
 #include "cairn/clock.h"
 #include "cairn/coll.h"
 #include "cairn/error.h"
-#include "cairn/fault.h"
 #include "cairn/fsx.h"
 #include "cairn/h5util.h"
-#include "cairn/layout.h"
 #include "cairn/partition.h"
 #include "cairn/plan.h"
-#include "cairn/runtime.h"
 #include "cairn/strbuf.h"
 #include "cairn/version.h"
-#include "cairn/workspace.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -239,10 +235,10 @@ static int count_persistent(const struct plan *p)
 }
 
 /* Collective on the group: global shape and my rows of a blob I hold. */
-static int describe_mine(const struct layout *l, const struct tensor *t, struct desc *d)
+static int describe_mine(const struct ckpt_view *v, const struct tensor *t, struct desc *d)
 {
     int rc = 0;
-    MPI_Comm comm = l->lanes[0];
+    MPI_Comm comm = v->group_comm;
     struct shape s = t->shape;
     int64_t lo[CAIRN_MAX_DIMS + 1], hi[CAIRN_MAX_DIMS + 1];
     for (int i = 0; i < s.ndim; i++) lo[i] = hi[i] = s.d[i];
@@ -253,7 +249,7 @@ static int describe_mine(const struct layout *l, const struct tensor *t, struct 
     d->rows = s.ndim ? s.d[0] : 1;
     d->mine = 1;
     if (d->dist == DIST_REPLICATED) {
-        d->mine = l->grank == 0;
+        d->mine = v->group_rank == 0;
         return 0;
     }
     if (d->dist == DIST_LOCAL && s.ndim == CAIRN_MAX_DIMS) /* the file adds a ranks dimension */
@@ -272,13 +268,13 @@ static int describe_mine(const struct layout *l, const struct tensor *t, struct 
         int64_t before = 0, total = 0;
         CAIRN_CHECK_MPI(MPI_Exscan(&s.d[0], &before, 1, MPI_INT64_T, MPI_SUM, comm));
         CAIRN_CHECK_MPI(MPI_Allreduce(&s.d[0], &total, 1, MPI_INT64_T, MPI_SUM, comm));
-        d->row0 = l->grank == 0 ? 0 : before;
+        d->row0 = v->group_rank == 0 ? 0 : before;
         d->file.d[0] = total;
     } else {
         d->file.ndim = s.ndim + 1;
-        d->file.d[0] = l->gsize;
+        d->file.d[0] = v->group_size;
         for (int i = 0; i < s.ndim; i++) d->file.d[i + 1] = s.d[i];
-        d->row0 = l->grank;
+        d->row0 = v->group_rank;
         d->rows = 1;
     }
 cleanup:
@@ -291,11 +287,10 @@ struct wire {
     int64_t d[CAIRN_MAX_DIMS];
 };
 
-static int describe(struct runtime *rt, struct desc *ds)
+static int describe(const struct ckpt_view *v, struct desc *ds)
 {
     int rc = 0, k = 0, local = 0;
-    const struct plan *p = rt->plan;
-    const struct layout *l = rt->layout;
+    const struct plan *p = v->plan;
     struct wire *w = NULL;
     for (int g = 0; g < p->n_groups; g++) {
         const struct group *gr = &p->groups[g];
@@ -304,8 +299,8 @@ static int describe(struct runtime *rt, struct desc *ds)
             if (!gr->blobs[b].persistent) continue;
             struct desc *d = &ds[k++];
             *d = (struct desc){.group = g, .blob = b, .dist = gr->blobs[b].type.dist};
-            if (l->gid != g) continue;
-            int r = describe_mine(l, &rt->ws->v[b].t, d);
+            if (v->group != g) continue;
+            int r = describe_mine(v, v->tensors[b], d);
             if (r && !local) {
                 local = cairn_err_wrap(r, "blob %s/%s: ", gr->name, gr->blobs[b].name);
             }
@@ -320,7 +315,7 @@ static int describe(struct runtime *rt, struct desc *ds)
             w[i] = (struct wire){.dtype = d->dtype, .ndim = d->file.ndim, .bad = local != 0};
             memcpy(w[i].d, d->file.d, sizeof w[i].d);
         }
-        CAIRN_CHECK_MPI(MPI_Bcast(w, n * (int)sizeof *w, MPI_BYTE, gr->first, l->world));
+        CAIRN_CHECK_MPI(MPI_Bcast(w, n * (int)sizeof *w, MPI_BYTE, gr->first, v->comm));
         for (int i = 0; i < n; i++) {
             struct desc *d = &ds[first + i];
             d->dtype = (enum dtype)w[i].dtype;
@@ -330,7 +325,7 @@ static int describe(struct runtime *rt, struct desc *ds)
     }
 cleanup:
     free(w);
-    return coll_agree(l->world, rc ? rc : local);
+    return coll_agree(v->comm, rc ? rc : local);
 }
 
 /* ---- selections -------------------------------------------------------------- */
@@ -746,11 +741,11 @@ cleanup:
 /* ---- writing ------------------------------------------------------------------ */
 
 /* Our own contents, as a reader will rebuild them from the file. */
-static int our_contents(const struct runtime *rt, const char *settings, const struct ckpt_meta *m,
+static int our_contents(const struct ckpt_view *v, const char *settings, const struct ckpt_meta *m,
                         struct contents *c)
 {
     int rc = 0;
-    const struct plan *p = rt->plan;
+    const struct plan *p = v->plan;
     *c = (struct contents){.meta = *m, .format = CAIRN_CKPT_FORMAT, .seed = p->job->seed,
                            .world_size = p->nranks};
     c->settings = strdup(settings);
@@ -764,10 +759,10 @@ cleanup:
     return rc;
 }
 
-static int write_root_attrs(struct runtime *rt, hid_t f, const struct contents *c)
+static int write_root_attrs(const struct ckpt_view *v, hid_t f, const struct contents *c)
 {
     int rc = 0;
-    const struct plan *p = rt->plan;
+    const struct plan *p = v->plan;
     char digest[17], sum[17];
     struct strbuf lay = {0};
     checksum_text(c->settings, digest);
@@ -835,11 +830,11 @@ cleanup:
 }
 
 /* Collective: my part of dataset i (possibly nothing). */
-static int write_part(struct runtime *rt, hid_t dset, hid_t dxpl, struct desc *d)
+static int write_part(const struct ckpt_view *v, hid_t dset, hid_t dxpl, struct desc *d)
 {
     int rc = 0;
     hid_t fspace = H5Dget_space(dset), mspace = H5I_INVALID_HID;
-    const struct tensor *t = rt->layout->gid == d->group ? &rt->ws->v[d->blob].t : NULL;
+    const struct tensor *t = v->group == d->group ? v->tensors[d->blob] : NULL;
     CAIRN_CHECK_H5(fspace);
     CAIRN_CHECK(select_part(fspace, d, &mspace));
     int64_t n = d->mine ? d->rows * row_elems(&d->file) : 0;
@@ -928,22 +923,27 @@ cleanup:
     return rc;
 }
 
-static int write_all(struct runtime *rt, hid_t f, const char *path, const struct contents *c,
+static void ckpt_fault(const struct ckpt_view *v, const char *point, int64_t epoch, const char *dir)
+{
+    if (v->fault) v->fault(v->fault_arg, point, epoch, dir);
+}
+
+static int write_all(const struct ckpt_view *v, hid_t f, const char *path, const struct contents *c,
                      struct desc *ds, int n, struct ckpt_io *io)
 {
     int rc = 0, data_rc = 0;
     char reserve[4200], dir[4200];
-    bool root = rt->layout->rank == 0;
+    bool root = v->rank == 0;
     hid_t *dsets = malloc((size_t)(n + 1) * sizeof *dsets), dxpl = H5I_INVALID_HID;
     snprintf(reserve, sizeof reserve, "%s.reserve", path);
     snprintf(dir, sizeof dir, "%s", path);
     if (strrchr(dir, '/')) *strrchr(dir, '/') = '\0';
     CAIRN_CHECK_ALLOC(dsets);
     for (int i = 0; i < n; i++) dsets[i] = H5I_INVALID_HID;
-    CAIRN_CHECK(write_root_attrs(rt, f, c));
-    CAIRN_CHECK(create_datasets(rt->plan, f, ds, n, dsets));
-    fault_point(&rt->fault, rt->layout->rank, "allocate", c->meta.epoch, dir);
-    CAIRN_CHECK(coll_agree(rt->layout->world, root ? allocate_file(f, path, reserve, metadata_bound(c)) : 0));
+    CAIRN_CHECK(write_root_attrs(v, f, c));
+    CAIRN_CHECK(create_datasets(v->plan, f, ds, n, dsets));
+    ckpt_fault(v, "allocate", c->meta.epoch, dir);
+    CAIRN_CHECK(coll_agree(v->comm, root ? allocate_file(f, path, reserve, metadata_bound(c)) : 0));
     dxpl = H5Pcreate(H5P_DATASET_XFER);
     CAIRN_CHECK_H5(dxpl);
     CAIRN_CHECK_H5(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE));
@@ -952,12 +952,12 @@ static int write_all(struct runtime *rt, hid_t f, const char *path, const struct
      * call, do the low-level writes individually (15-25% faster here). */
     CAIRN_CHECK_H5(H5Pset_dxpl_mpio_collective_opt(dxpl, H5FD_MPIO_INDIVIDUAL_IO));
     for (int i = 0; i < n; i++) {
-        if (i == n / 2) fault_point(&rt->fault, rt->layout->rank, "write", c->meta.epoch, dir);
-        int r = write_part(rt, dsets[i], dxpl, &ds[i]);
+        if (i == n / 2) ckpt_fault(v, "write", c->meta.epoch, dir);
+        int r = write_part(v, dsets[i], dxpl, &ds[i]);
         if (r && !data_rc) data_rc = r; /* keep making the collective calls */
         if (ds[i].mine) io->bytes += (uint64_t)(ds[i].rows * row_elems(&ds[i].file)) * dtype_size(ds[i].dtype);
     }
-    CAIRN_CHECK(write_checksums(rt->layout->world, c, ds, n, dsets));
+    CAIRN_CHECK(write_checksums(v->comm, c, ds, n, dsets));
     rc = data_rc;
 cleanup:
     if (dxpl >= 0) H5Pclose(dxpl);
@@ -977,26 +977,26 @@ static int reserve_space(const char *path, int64_t bytes)
     return rc;
 }
 
-int ckpt_file_write(struct runtime *rt, const char *path, const struct ckpt_meta *m,
+int ckpt_file_write(const struct ckpt_view *v, const char *path, const struct ckpt_meta *m,
                     struct ckpt_io *io)
 {
-    int rc = 0, n = count_persistent(rt->plan);
+    int rc = 0, n = count_persistent(v->plan);
     double t0 = clock_now();
     hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID;
     struct desc *ds = calloc((size_t)n + 1, sizeof *ds);
     struct strbuf settings = {0};
     struct contents c = {0};
-    bool root = rt->layout->rank == 0;
+    bool root = v->rank == 0;
     *io = (struct ckpt_io){0};
     h5_quiet();
-    rc = ds ? ckpt_settings(rt->plan, &settings)
+    rc = ds ? ckpt_settings(v->plan, &settings)
             : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
-    if (rc == 0) rc = our_contents(rt, strbuf_str(&settings), m, &c);
-    CAIRN_CHECK(coll_agree(rt->layout->world, rc));
-    CAIRN_CHECK(describe(rt, ds));
+    if (rc == 0) rc = our_contents(v, strbuf_str(&settings), m, &c);
+    CAIRN_CHECK(coll_agree(v->comm, rc));
+    CAIRN_CHECK(describe(v, ds));
     int64_t need = data_bytes(ds, n) + metadata_bound(&c);
-    CAIRN_CHECK(coll_agree(rt->layout->world, root ? reserve_space(path, need) : 0));
-    fapl = mpio_fapl(rt->layout->world);
+    CAIRN_CHECK(coll_agree(v->comm, root ? reserve_space(path, need) : 0));
+    fapl = mpio_fapl(v->comm);
     CAIRN_CHECK_H5(fapl);
     f = h5_create_file(path, fapl);
     if (f < 0) {
@@ -1004,7 +1004,7 @@ int ckpt_file_write(struct runtime *rt, const char *path, const struct ckpt_meta
         cairn_err_wrap(rc, "cannot create %s: ", path);
         goto cleanup;
     }
-    rc = write_all(rt, f, path, &c, ds, n, io);
+    rc = write_all(v, f, path, &c, ds, n, io);
 cleanup:
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
     if (fapl >= 0) H5Pclose(fapl);
@@ -1017,7 +1017,7 @@ cleanup:
     strbuf_free(&settings);
     contents_free(&c);
     io->seconds = clock_now() - t0;
-    return coll_agree(rt->layout->world, rc);
+    return coll_agree(v->comm, rc);
 }
 
 /* ---- reading ------------------------------------------------------------------ */
@@ -1036,10 +1036,9 @@ cleanup:
 }
 
 /* My part of blob d under the current layout, from its checked entry. */
-static int plan_read(struct runtime *rt, const struct entry *e, struct desc *d)
+static int plan_read(const struct ckpt_view *v, const struct entry *e, struct desc *d)
 {
-    const struct layout *l = rt->layout;
-    const struct group *g = &rt->plan->groups[d->group];
+    const struct group *g = &v->plan->groups[d->group];
     d->dtype = e->dtype;
     d->file = e->file;
     if (d->dist == DIST_LOCAL && e->ranks != g->nranks)
@@ -1049,29 +1048,29 @@ static int plan_read(struct runtime *rt, const struct entry *e, struct desc *d)
                              "ranks in group %s",
                              e->group, e->blob, (long long)e->ranks, g->name, g->nranks,
                              (long long)e->ranks, g->name);
-    d->mine = l->gid == d->group;
+    d->mine = v->group == d->group;
     d->row0 = 0;
     d->rows = d->file.ndim ? d->file.d[0] : 1;
     if (d->mine && d->dist == DIST_SHARDED) {
         int64_t hi;
-        block_range(d->file.d[0], l->gsize, l->grank, &d->row0, &hi);
+        block_range(d->file.d[0], v->group_size, v->group_rank, &d->row0, &hi);
         d->rows = hi - d->row0;
     } else if (d->mine && d->dist == DIST_LOCAL) {
-        d->row0 = l->grank;
+        d->row0 = v->group_rank;
         d->rows = 1;
     }
     return 0;
 }
 
-/* My part of blob d into its workspace blob (independent transfer: a
+/* My part of blob d into its tensor (independent transfer: a
  * damaged file fails here, on its own, without stalling other ranks). */
-static int read_part(struct runtime *rt, hid_t f, const struct entry *e, struct desc *d)
+static int read_part(const struct ckpt_view *v, hid_t f, const struct entry *e, struct desc *d)
 {
     int rc = 0;
     char path[300];
     hid_t dset = H5I_INVALID_HID, fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
     if (!d->mine) return 0;
-    struct blob *b = &rt->ws->v[d->blob];
+    struct tensor *t = v->tensors[d->blob];
     struct shape s = d->file;
     if (d->dist == DIST_LOCAL) { /* drop the ranks dimension (checked: there is one) */
         s.ndim--;
@@ -1079,7 +1078,7 @@ static int read_part(struct runtime *rt, hid_t f, const struct entry *e, struct 
     } else if (s.ndim) {
         s.d[0] = d->rows;
     }
-    CAIRN_CHECK(tensor_resize(&b->t, d->dtype, &s));
+    CAIRN_CHECK(tensor_resize(t, d->dtype, &s));
     snprintf(path, sizeof path, "/groups/%s/%s", e->group, e->blob);
     dset = H5Dopen2(f, path, H5P_DEFAULT);
     CAIRN_CHECK_H5(dset);
@@ -1087,11 +1086,10 @@ static int read_part(struct runtime *rt, hid_t f, const struct entry *e, struct 
     CAIRN_CHECK_H5(fspace);
     CAIRN_CHECK(select_part(fspace, d, &mspace));
     int64_t n = d->rows * row_elems(&d->file);
-    CAIRN_CHECK_H5(H5Dread(dset, h5_native(d->dtype), mspace, fspace, H5P_DEFAULT, n ? b->t.data : NULL));
+    CAIRN_CHECK_H5(H5Dread(dset, h5_native(d->dtype), mspace, fspace, H5P_DEFAULT, n ? t->data : NULL));
     /* replicated values are counted once, by group rank 0, as when written */
-    if (d->dist != DIST_REPLICATED || rt->layout->grank == 0)
-        d->partial = checksum_part(b->t.data, dtype_size(d->dtype), n, d->row0 * row_elems(&d->file));
-    b->defined = true;
+    if (d->dist != DIST_REPLICATED || v->group_rank == 0)
+        d->partial = checksum_part(t->data, dtype_size(d->dtype), n, d->row0 * row_elems(&d->file));
 cleanup:
     if (rc == CAIRN_EHDF5) rc = CAIRN_ECORRUPT;
     if (rc) cairn_err_wrap(rc, "%s: ", path);
@@ -1101,13 +1099,13 @@ cleanup:
     return rc;
 }
 
-static int verify_sums(struct runtime *rt, const struct contents *c, struct desc *ds, int n)
+static int verify_sums(const struct ckpt_view *v, const struct contents *c, struct desc *ds, int n)
 {
     int rc = 0;
     uint64_t *sums = calloc((size_t)n + 1, sizeof *sums);
     CAIRN_CHECK_ALLOC(sums);
     for (int i = 0; i < n; i++) sums[i] = ds[i].partial;
-    CAIRN_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, sums, n, MPI_UINT64_T, MPI_SUM, rt->layout->world));
+    CAIRN_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, sums, n, MPI_UINT64_T, MPI_SUM, v->comm));
     for (int i = 0; i < n; i++)
         if (sums[i] != c->v[i].stored)
             CAIRN_FAIL(CAIRN_ECORRUPT, "/groups/%s/%s: checksum mismatch (stored %016llx, data %016llx)",
@@ -1118,9 +1116,9 @@ cleanup:
     return rc;
 }
 
-int ckpt_file_read(struct runtime *rt, const char *path, struct ckpt_meta *m, struct ckpt_io *io)
+int ckpt_file_read(const struct ckpt_view *v, const char *path, struct ckpt_meta *m, struct ckpt_io *io)
 {
-    int rc = 0, data_rc = 0, n = count_persistent(rt->plan);
+    int rc = 0, data_rc = 0, n = count_persistent(v->plan);
     double t0 = clock_now();
     hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID;
     struct desc *ds = calloc((size_t)n + 1, sizeof *ds);
@@ -1129,26 +1127,26 @@ int ckpt_file_read(struct runtime *rt, const char *path, struct ckpt_meta *m, st
     *io = (struct ckpt_io){0};
     h5_quiet();
     CAIRN_CHECK_ALLOC(ds);
-    CAIRN_CHECK(ckpt_settings(rt->plan, &ours));
-    fapl = mpio_fapl(rt->layout->world);
+    CAIRN_CHECK(ckpt_settings(v->plan, &ours));
+    fapl = mpio_fapl(v->comm);
     CAIRN_CHECK_H5(fapl);
     CAIRN_CHECK(open_checked(path, fapl, &f, &c));
     CAIRN_CHECK(check_settings(&c, path, strbuf_str(&ours)));
     if (c.n != n) CAIRN_FAIL(CAIRN_ERUNTIME, "%s: %d blobs, the plan has %d", path, c.n, n);
     *m = c.meta;
-    for (int g = 0, k = 0; g < rt->plan->n_groups; g++)
-        for (int b = 0; b < rt->plan->groups[g].n_blobs; b++)
-            if (rt->plan->groups[g].blobs[b].persistent)
+    for (int g = 0, k = 0; g < v->plan->n_groups; g++)
+        for (int b = 0; b < v->plan->groups[g].n_blobs; b++)
+            if (v->plan->groups[g].blobs[b].persistent)
                 ds[k++] = (struct desc){.group = g, .blob = b,
-                                        .dist = rt->plan->groups[g].blobs[b].type.dist};
+                                        .dist = v->plan->groups[g].blobs[b].type.dist};
     for (int i = 0; i < n && data_rc == 0; i++) {
-        data_rc = plan_read(rt, &c.v[i], &ds[i]);
-        if (data_rc == 0) data_rc = read_part(rt, f, &c.v[i], &ds[i]);
+        data_rc = plan_read(v, &c.v[i], &ds[i]);
+        if (data_rc == 0) data_rc = read_part(v, f, &c.v[i], &ds[i]);
         if (data_rc == 0 && ds[i].mine)
             io->bytes += (uint64_t)(ds[i].rows * row_elems(&ds[i].file)) * dtype_size(ds[i].dtype);
     }
-    rc = coll_agree(rt->layout->world, data_rc);
-    if (rc == 0) rc = verify_sums(rt, &c, ds, n);
+    rc = coll_agree(v->comm, data_rc);
+    if (rc == 0) rc = verify_sums(v, &c, ds, n);
 cleanup:
     if (f >= 0) H5Fclose(f);
     if (fapl >= 0) H5Pclose(fapl);
@@ -1157,7 +1155,7 @@ cleanup:
     strbuf_free(&ours);
     contents_free(&c);
     io->seconds = clock_now() - t0;
-    return coll_agree(rt->layout->world, rc);
+    return coll_agree(v->comm, rc);
 }
 
 /* ---- serial tools ----------------------------------------------------------- */
@@ -1212,7 +1210,7 @@ int ckpt_file_verify(const char *path, const char *settings, FILE *out)
         CAIRN_CHECK(dataset_sum(f, e, &sum));
         if (sum != e->stored)
             CAIRN_FAIL(CAIRN_ECORRUPT, "%s: /groups/%s/%s: checksum mismatch", path, e->group, e->blob);
-        fprintf(out, "ok\t/groups/%s/%s\n", e->group, e->blob);
+        if (out) fprintf(out, "ok\t/groups/%s/%s\n", e->group, e->blob);
     }
 cleanup:
     if (f >= 0) H5Fclose(f);

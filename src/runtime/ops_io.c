@@ -27,7 +27,7 @@ static const struct param_def read_params[] = {
     {"file", PT_STR, NULL, NULL, "HDF5 file (relative to the working directory)"},
     {"dataset", PT_STR, NULL, NULL, "dataset path in the file"},
     {"limit", PT_INT, NULL, NULL, "records per call, over the whole group"},
-    {"dtype", PT_ENUM, "f64", "f32|f64|i32|i64", "element type of the batch"},
+    {"dtype", PT_ENUM, "f64", CAIRN_DTYPE_CHOICES, "element type of the batch"},
     {"record_shape", PT_INTS, "[]", NULL, "shape of one record: the dataset is [N] + this"},
     {NULL, 0, NULL, NULL, NULL},
 };
@@ -109,7 +109,7 @@ static const struct param_def load_params[] = {
     {"dir", PT_STR, NULL, NULL, "checkpoint directory (with its index)"},
     {"epoch", PT_INT, "-1", NULL, "the epoch's checkpoint; -1 for the newest"},
     {"blobs", PT_STRS, NULL, NULL, "GROUP/BLOB names in the checkpoint, one per output"},
-    {"dtype", PT_ENUM, "f32", "f32|f64|i32|i64", "element type of every output"},
+    {"dtype", PT_ENUM, "f32", CAIRN_DTYPE_CHOICES, "element type of every output"},
     {"dist", PT_ENUM, "replicated", "replicated|sharded", "how the outputs are held"},
     {NULL, 0, NULL, NULL, NULL},
 };

@@ -10,25 +10,25 @@
 #include <string.h>
 #include <sys/mman.h>
 
-/* X(dtype enum, C type) for every dtype: kernels are written once per X. */
-#define FOR_DTYPES(X) X(DT_F32, float) X(DT_F64, double) X(DT_I32, int32_t) X(DT_I64, int64_t)
+/* Kernels are written once, as X(enum, name, C type) for CAIRN_DTYPES. */
 
-static const char *const names[] = {"?", "f32", "f64", "i32", "i64"};
+#define NAME_ITEM(e, name, ctype) name,
+static const char *const names[] = {"?", CAIRN_DTYPES(NAME_ITEM)};
 
-const char *dtype_name(enum dtype t) { return (unsigned)t < 5 ? names[t] : "?"; }
+const char *dtype_name(enum dtype t) { return (unsigned)t < N_DTYPES ? names[t] : "?"; }
 
 enum dtype dtype_parse(const char *s)
 {
-    for (int i = 1; i < 5; i++)
+    for (int i = 1; i < N_DTYPES; i++)
         if (s && strcmp(s, names[i]) == 0) return (enum dtype)i;
     return DT_NONE;
 }
 
 size_t dtype_size(enum dtype t)
 {
+#define SIZE_CASE(e, name, ctype) case e: return sizeof(ctype);
     switch (t) {
-    case DT_F32: case DT_I32: return 4;
-    case DT_F64: case DT_I64: return 8;
+    CAIRN_DTYPES(SIZE_CASE)
     default: return 0;
     }
 }
@@ -163,8 +163,8 @@ int tensor_copy(struct tensor *dst, const struct tensor *src)
 double tensor_get(const struct tensor *t, int64_t i)
 {
     switch (t->dtype) {
-#define GET(E, T) case E: return (double)((const T *)t->data)[i];
-        FOR_DTYPES(GET)
+#define GET(E, N, T) case E: return (double)((const T *)t->data)[i];
+        CAIRN_DTYPES(GET)
 #undef GET
     default: return 0;
     }
@@ -173,8 +173,8 @@ double tensor_get(const struct tensor *t, int64_t i)
 void tensor_set(struct tensor *t, int64_t i, double v)
 {
     switch (t->dtype) {
-#define SET(E, T) case E: ((T *)t->data)[i] = (T)v; break;
-        FOR_DTYPES(SET)
+#define SET(E, N, T) case E: ((T *)t->data)[i] = (T)v; break;
+        CAIRN_DTYPES(SET)
 #undef SET
     default: break;
     }
@@ -210,11 +210,11 @@ void tensor_fill(struct tensor *t, double value)
 {
     int64_t n = tensor_numel(t);
     switch (t->dtype) {
-#define FILL(E, T)                                                             \
+#define FILL(E, N, T)                                                             \
     case E:                                                                    \
         for (int64_t i = 0; i < n; i++) ((T *)t->data)[i] = (T)value;          \
         break;
-        FOR_DTYPES(FILL)
+        CAIRN_DTYPES(FILL)
 #undef FILL
     default: break;
     }
@@ -261,7 +261,7 @@ int tensor_axpy(struct tensor *out, double alpha, const struct tensor *x, const 
     }
     if ((rc = shape_like(out, x))) goto cleanup;
     switch (x->dtype) {
-#define AXPY(E, T)                                                             \
+#define AXPY(E, N, T)                                                             \
     case E: {                                                                  \
         const T *xp = x->data, *yp = yy->data;                                 \
         T *op = out->data;                                                     \
@@ -275,7 +275,7 @@ int tensor_axpy(struct tensor *out, double alpha, const struct tensor *x, const 
         }                                                                      \
         break;                                                                 \
     }
-        FOR_DTYPES(AXPY)
+        CAIRN_DTYPES(AXPY)
 #undef AXPY
     default: break;
     }
@@ -295,7 +295,7 @@ int tensor_scale(struct tensor *out, const struct tensor *a, double factor)
     if (rc) return rc;
     int64_t n = tensor_numel(a);
     switch (a->dtype) {
-#define SCALE(E, T)                                                            \
+#define SCALE(E, N, T)                                                            \
     case E: {                                                                  \
         const T *ap = a->data;                                                 \
         T *op = out->data;                                                     \
@@ -305,7 +305,7 @@ int tensor_scale(struct tensor *out, const struct tensor *a, double factor)
             for (int64_t i = 0; i < n; i++) op[i] = (T)((T)factor * ap[i]);    \
         break;                                                                 \
     }
-        FOR_DTYPES(SCALE)
+        CAIRN_DTYPES(SCALE)
 #undef SCALE
     default: break;
     }

@@ -19,6 +19,7 @@
 #include "cairn/arena.h"
 #include "cairn/diag.h"
 #include "cairn/error.h"
+#include "cairn/model.h"
 #include "cairn/plan.h"
 #include "cairn/train_spec.h"
 
@@ -85,7 +86,9 @@ static struct pval *param(struct op_node *op, const char *key)
 /* Parameter k (2l: layer l's W, 2l+1: its b), and its optimizer state. */
 static const char *pname(struct tp *x, int k, const char *suffix)
 {
-    return arena_printf(x->a, "L%d.%s%s", k / 2, k % 2 ? "b" : "W", suffix);
+    char name[64];
+    model_param_name(k, suffix, name, sizeof name);
+    return arena_strdup(x->a, name);
 }
 
 /* ps_init's outputs and ps_step's operands, in the order ps.c expects:

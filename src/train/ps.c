@@ -343,7 +343,7 @@ int trainer_quiesce(struct trainer *t)
             if (!params) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
             for (int k = 0; k < n_params(t); k++) {
                 char name[32];
-                snprintf(name, sizeof name, "L%d.%s", k / 2, k % 2 ? "b" : "W");
+                model_param_name(k, "", name, sizeof name);
                 params[k] = workspace_find(ws, name);
             }
             rc = publish_all(t, params);
@@ -400,7 +400,7 @@ static int dump_grads(struct trainer *t)
         char name[64];
         int64_t lo, hi;
         struct shape gs = {k % 2 ? 1 : 2, {param_rows(t, k), param_cols(t, k)}};
-        snprintf(name, sizeof name, "grads/L%d/%s", k / 2, k % 2 ? "b" : "W");
+        model_grad_name(k, name, sizeof name);
         param_block(t, k, t->shard, &lo, &hi);
         d = h5_create_dataset(f, name, t->dt, &gs, H5P_DEFAULT);
         CAIRN_CHECK_H5(d);

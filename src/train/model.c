@@ -1,7 +1,6 @@
 /* Model parameters, data split and the single-process reference; see
  * include/cairn/model.h. */
 #include "cairn/model.h"
-#include "cairn/train_spec.h"
 
 #include "cairn/error.h"
 #include "cairn/h5util.h"
@@ -10,6 +9,7 @@
 #include "cairn/partition.h"
 #include "cairn/reader.h"
 #include "cairn/rng.h"
+#include "cairn/train_spec.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -38,6 +38,16 @@ void model_init_param(const struct train_spec *t, uint64_t seed, int k, int64_t 
         double u = rng_uniform(seed, RNG_STREAM_PARAM(k), (uint64_t)(lo * cols + e));
         tensor_set(v, e, (2 * u - 1) * limit);
     }
+}
+
+void model_param_name(int k, const char *suffix, char *out, size_t size)
+{
+    snprintf(out, size, "L%d.%s%s", k / 2, k % 2 ? "b" : "W", suffix);
+}
+
+void model_grad_name(int k, char *out, size_t size)
+{
+    snprintf(out, size, "grads/L%d/%s", k / 2, k % 2 ? "b" : "W");
 }
 
 int64_t model_train_rows(const struct train_spec *t, int64_t n)
@@ -118,7 +128,7 @@ static int ref_write(struct ref *r, const char *out)
     if (f < 0) CAIRN_FAIL(CAIRN_EIO, "cannot create %s", out);
     for (int k = 0; k < 2 * r->L; k++) {
         char name[64];
-        snprintf(name, sizeof name, "grads/L%d/%s", k / 2, k % 2 ? "b" : "W");
+        model_grad_name(k, name, sizeof name);
         CAIRN_CHECK(h5_put_tensor(f, name, k % 2 ? &r->db[k / 2] : &r->dW[k / 2]));
     }
 cleanup:

@@ -1,4 +1,4 @@
-/* Private to the op families (ops_*.c, train_ops.c): parameter access. */
+/* Private to the op families in src/runtime (ops_*.c): parameter access. */
 #ifndef CAIRN_OP_IMPL_H
 #define CAIRN_OP_IMPL_H
 

@@ -1,6 +1,6 @@
 /* Op schema helpers (include/cairn/op.h).  The ops themselves live in
- * per-family files (ops_*.c, train_ops.c), each exporting its op_def
- * definitions; src/registry.c lists them. */
+ * per-family files (src/runtime/ops_*.c, src/train/train_ops.c), each
+ * exporting its op_def definitions; src/app/registry.c lists them. */
 #include "cairn/op.h"
 
 #include "cairn/diag.h"

@@ -4,7 +4,7 @@
 #include "cairn/arena.h"
 #include "cairn/job.h"
 #include "cairn/train_spec.h"
-#include "config_priv.h"
+#include "job/config_priv.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -37,12 +37,12 @@ static void parse_layers(struct cfg *c, const config_setting_t *m, struct train_
         cfg_err(c, ls, "'layers' must be a non-empty list of { units = N; activation = ...; }");
         return;
     }
-    if (config_setting_length(ls) > 64) {
-        cfg_err(c, ls, "the model has %d layers; cairn supports up to 64", config_setting_length(ls));
+    if (config_setting_length(ls) > NN_MAX_LAYERS) {
+        cfg_err(c, ls, "the model has %d layers; cairn supports up to %d", config_setting_length(ls),
+                (int)NN_MAX_LAYERS);
         return;
     }
     static const char *const keys[] = {"units", "activation", NULL};
-    static const char *const acts[] = {"identity", "relu", "tanh", "sigmoid", NULL};
     t->n_layers = config_setting_length(ls);
     t->layers = arena_alloc(c->a, (size_t)t->n_layers * sizeof *t->layers);
     for (int i = 0; i < t->n_layers; i++) {
@@ -53,20 +53,19 @@ static void parse_layers(struct cfg *c, const config_setting_t *m, struct train_
         }
         cfg_keys(c, l, "a layer", keys);
         t->layers[i].units = cfg_int(c, l, "units", true, 1, 1, 1 << 24);
-        t->layers[i].act = (enum act)cfg_choice(c, l, "activation", acts, ACT_IDENTITY, "activation");
+        t->layers[i].act = (enum act)cfg_choice(c, l, "activation", act_names, ACT_IDENTITY, "activation");
     }
 }
 
 static void parse_model(struct cfg *c, const config_setting_t *m, struct train_spec *t)
 {
     static const char *const keys[] = {"inputs", "layers", "loss", "dtype", NULL};
-    static const char *const losses[] = {"softmax_cross_entropy", "mse", NULL};
     static const char *const dtypes[] = {"f32", "f64", NULL};
     cfg_keys(c, m, "model", keys);
     cfg_locate(c, m, &t->file, &t->line);
     t->inputs = cfg_int(c, m, "inputs", true, 1, 1, 1 << 24);
     parse_layers(c, m, t);
-    t->loss = (enum loss)cfg_choice(c, m, "loss", losses, LOSS_SOFTMAX_CE, "model.loss");
+    t->loss = (enum loss)cfg_choice(c, m, "loss", loss_names, LOSS_SOFTMAX_CE, "model.loss");
     t->dtype = cfg_choice(c, m, "dtype", dtypes, 0, "model.dtype") == 1 ? DT_F64 : DT_F32;
 }
 

@@ -22,7 +22,7 @@
 enum { FILL_SHAPE, FILL_DTYPE, FILL_VALUE, FILL_DIST };
 static const struct param_def fill_params[] = {
     {"shape", PT_INTS, "[]", NULL, "global shape; [] is a scalar"},
-    {"dtype", PT_ENUM, "f32", "f32|f64|i32|i64", "element type"},
+    {"dtype", PT_ENUM, "f32", CAIRN_DTYPE_CHOICES, "element type"},
     {"value", PT_FLOAT, "0", NULL, "value of every element"},
     {"dist", PT_ENUM, "replicated", "replicated|sharded|per-rank",
      "sharded splits dimension 0 over the group's ranks"},
@@ -196,7 +196,7 @@ static int cmp_run(struct op_call *c)
 enum { RANGE_SHAPE, RANGE_DTYPE, RANGE_START, RANGE_STEP, RANGE_DIST };
 static const struct param_def range_params[] = {
     {"shape", PT_INTS, NULL, NULL, "global shape"},
-    {"dtype", PT_ENUM, "f32", "f32|f64|i32|i64", "element type"},
+    {"dtype", PT_ENUM, "f32", CAIRN_DTYPE_CHOICES, "element type"},
     {"start", PT_FLOAT, "0", NULL, "value of the first element"},
     {"step", PT_FLOAT, "1", NULL, "difference between consecutive elements"},
     {"dist", PT_ENUM, "replicated", "replicated|sharded|per-rank",

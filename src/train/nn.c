@@ -35,28 +35,12 @@
 #undef TANH
 #undef EXP
 
-static const char *const acts[] = {"identity", "relu", "tanh", "sigmoid"};
-static const char *const losses[] = {"softmax_cross_entropy", "mse"};
+#define NAME_ITEM(e, name) name,
+const char *const act_names[] = {CAIRN_ACTS(NAME_ITEM) NULL};
+const char *const loss_names[] = {CAIRN_LOSSES(NAME_ITEM) NULL};
 
-enum act act_parse(const char *s, bool *ok)
-{
-    for (int i = 0; i < 4; i++)
-        if (s && strcmp(s, acts[i]) == 0) return *ok = true, (enum act)i;
-    *ok = false;
-    return ACT_IDENTITY;
-}
-
-const char *act_name(enum act a) { return (unsigned)a < 4 ? acts[a] : "?"; }
-
-enum loss loss_parse(const char *s, bool *ok)
-{
-    for (int i = 0; i < 2; i++)
-        if (s && strcmp(s, losses[i]) == 0) return *ok = true, (enum loss)i;
-    *ok = false;
-    return LOSS_SOFTMAX_CE;
-}
-
-const char *loss_name(enum loss l) { return (unsigned)l < 2 ? losses[l] : "?"; }
+const char *act_name(enum act a) { return (unsigned)a < N_ACTS ? act_names[a] : "?"; }
+const char *loss_name(enum loss l) { return (unsigned)l < N_LOSSES ? loss_names[l] : "?"; }
 
 void nn_forward(enum dtype dt, int64_t n, int64_t in, int64_t out, const void *x, const void *W,
                 const void *b, enum act a, void *y)

@@ -1,0 +1,54 @@
+# The tree shows the architecture: each folder of src/ includes only the
+# public headers of its own layer and the layers before it (base, job,
+# ckpt, runtime, train, app), and a private header only from its folder
+# (the training extension may use the job layer's parser state).
+. "$(dirname "$0")/../lib.sh"
+enter
+cd "$CAIRN_ROOT" || exit 1
+layers="base job ckpt runtime train app"
+# the layer of each public header
+declare -A of=(
+    [arena]=base [checksum]=base [clock]=base [coll]=base [diag]=base [error]=base [fault]=base
+    [fsx]=base [h5util]=base [partition]=base [preempt]=base [rng]=base [runlog]=base
+    [slurm]=base [strbuf]=base [tensor]=base [version]=base
+    [analyze]=job [config]=job [ext]=job [job]=job [op]=job [plan]=job [print]=job
+    [ckpt_file]=ckpt [ckpt_index]=ckpt
+    [ckpt]=runtime [exec]=runtime [layout]=runtime [reader]=runtime [runner]=runtime
+    [runtime]=runtime [workspace]=runtime
+    [model]=train [nn]=train [scalapack]=train [train]=train [train_spec]=train [trainplan]=train
+    [cli]=app [datagen]=app
+)
+rank() { local i=0 l; for l in $layers; do [ "$l" = "$1" ] && echo $i && return; i=$((i + 1)); done; echo 99; }
+bad=0
+for h in include/cairn/*.h; do
+    n=$(basename "$h" .h)
+    [ -n "${of[$n]:-}" ] || { fail "header/$n" "include/cairn/$n.h has no layer in layers.sh"; bad=1; }
+done
+for f in src/*/*.[ch]; do
+    dir=$(basename "$(dirname "$f")")
+    mine=$(rank "$dir")
+    [ "$mine" = 99 ] && { fail "folder/$dir" "$f: src/$dir is no layer"; bad=1; continue; }
+    while read -r inc; do
+        case $inc in
+        cairn/*)
+            n=$(basename "$inc" .h)
+            r=$(rank "${of[$n]:-none}")
+            if [ "$r" -gt "$mine" ]; then
+                fail "layering/$f" "$f ($dir) includes $inc (${of[$n]:-no layer})"
+                bad=1
+            fi
+            ;;
+        */*)
+            d=${inc%%/*}
+            if [ "$d" != "$dir" ] && ! { [ "$dir" = train ] && [ "$inc" = job/config_priv.h ]; }; then
+                fail "private/$f" "$f includes $inc, private to src/$d"
+                bad=1
+            fi
+            ;;
+        esac
+    done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f")
+done
+[ $bad = 0 ] && pass layering/each-folder-uses-only-lower-layers
+# and the generic layers name no extension
+names=$(grep -lE 'train_spec|trainplan|struct trainer|train_ext' src/base/* src/job/* src/ckpt/* src/runtime/*)
+[ -z "$names" ] && pass core/names-no-extension || fail core/names-no-extension "$names"
