@@ -36,12 +36,16 @@ struct pval {
     int n; /* length of ints / strs */
 };
 
-/* How a blob's values are spread over its group's ranks. */
-enum dist {
-    DIST_REPLICATED, /* every rank holds the same full value */
-    DIST_SHARDED,    /* dim 0 split in balanced contiguous blocks over the ranks */
-    DIST_LOCAL       /* each rank holds its own value */
-};
+/* How a blob's values are spread over its group's ranks, X(enum, name):
+ *   replicated  every rank holds the same full value
+ *   sharded     dim 0 split in balanced contiguous blocks over the ranks
+ *   per-rank    each rank holds its own value */
+#define CAIRN_DISTS(X) X(DIST_REPLICATED, "replicated") X(DIST_SHARDED, "sharded") \
+    X(DIST_LOCAL, "per-rank")
+#define CAIRN_DIST_ITEM(e, name) e,
+enum dist { CAIRN_DISTS(CAIRN_DIST_ITEM) };
+/* The choices of an op's dist parameter (PT_ENUM: its index is the enum). */
+#define CAIRN_DIST_CHOICES "replicated|sharded|per-rank"
 const char *dist_name(enum dist d);
 
 /* What analysis knows of a blob. */

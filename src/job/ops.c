@@ -14,10 +14,9 @@
 
 const char *dist_name(enum dist d)
 {
+#define NAME_CASE(e, name) case e: return name;
     switch (d) {
-    case DIST_REPLICATED: return "replicated";
-    case DIST_SHARDED: return "sharded";
-    case DIST_LOCAL: return "per-rank";
+    CAIRN_DISTS(NAME_CASE)
     }
     return "?";
 }

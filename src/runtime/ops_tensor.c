@@ -24,7 +24,7 @@ static const struct param_def fill_params[] = {
     {"shape", PT_INTS, "[]", NULL, "global shape; [] is a scalar"},
     {"dtype", PT_ENUM, "f32", CAIRN_DTYPE_CHOICES, "element type"},
     {"value", PT_FLOAT, "0", NULL, "value of every element"},
-    {"dist", PT_ENUM, "replicated", "replicated|sharded|per-rank",
+    {"dist", PT_ENUM, "replicated", CAIRN_DIST_CHOICES,
      "sharded splits dimension 0 over the group's ranks"},
     {NULL, 0, NULL, NULL, NULL},
 };
@@ -199,7 +199,7 @@ static const struct param_def range_params[] = {
     {"dtype", PT_ENUM, "f32", CAIRN_DTYPE_CHOICES, "element type"},
     {"start", PT_FLOAT, "0", NULL, "value of the first element"},
     {"step", PT_FLOAT, "1", NULL, "difference between consecutive elements"},
-    {"dist", PT_ENUM, "replicated", "replicated|sharded|per-rank",
+    {"dist", PT_ENUM, "replicated", CAIRN_DIST_CHOICES,
      "sharded splits dimension 0 over the group's ranks"},
     {NULL, 0, NULL, NULL, NULL},
 };
