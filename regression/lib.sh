@@ -55,6 +55,15 @@ synth() {
     [ "$(cat "$tag.rc")" = 0 ] || fail "fixture/$tag" "cairn data synth failed" "$tag.err"
 }
 
+# ckpt_ls DIR: `cairn ckpt ls DIR` on stdout, under the timeout
+ckpt_ls() { timeout -k 5 "$T_TIMEOUT" "$CAIRN" ckpt ls "$1"; }
+
+# counter_data: counter.h5, the 10 records jobs/counter.cfg reads
+counter_data() {
+    run counter-data "$CAIRN" data range --out counter.h5 --count 10
+    [ "$(cat counter-data.rc)" = 0 ] || fail fixture/counter-data "cairn data range failed" counter-data.err
+}
+
 # demo_data TAG NP OUT: the demo's data file, from jobs/demo_data.sh
 demo_data() {
     CAIRN=$CAIRN run "$1" "$CAIRN_ROOT/jobs/demo_data.sh" "$3" "$2"

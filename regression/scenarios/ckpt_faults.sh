@@ -5,7 +5,7 @@
 # run ends exactly like an uninterrupted one.
 . "$(dirname "$0")/../lib.sh"
 enter
-"$CAIRN" data range --out counter.h5 --count 10
+counter_data
 T_TIMEOUT=60
 set_2=(--set groups.0.ranks=2)
 
@@ -25,7 +25,8 @@ for spec in "write 1 1" "write 0 1" "before_rename 0 1" "after_rename 0 1" "inde
         expect_eq "$name/unfinished-left" "$(ls "$name/ckpt" | grep -c '\.h5\.tmp$')" 1 ;;
     esac
     for f in $(cut -f3 "$name-ls.out"); do
-        "$CAIRN" ckpt verify "$name/ckpt/$f" >/dev/null || fail "$name/listed-verify" "$f does not verify"
+        run "$name-verify" "$CAIRN" ckpt verify "$name/ckpt/$f"
+        [ "$(cat "$name-verify.rc")" = 0 ] || fail "$name/listed-verify" "$f does not verify"
     done
     mpi "$name-resume" 2 run "$CAIRN_ROOT/jobs/counter.cfg" --run-dir "$name" "${set_2[@]}"
     expect_rc "$name/resume-exit" "$name-resume" 0

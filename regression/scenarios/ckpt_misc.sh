@@ -2,23 +2,23 @@
 # the restart cap.
 . "$(dirname "$0")/../lib.sh"
 enter
-"$CAIRN" data range --out counter.h5 --count 10
+counter_data
 
 # keep = 2: only the two newest stay, in the index and on disk
 mpi keep 1 run "$JOBS/counter.cfg" --run-dir k --set checkpoint.keep=2
 expect_rc keep/exit keep 0
-expect_eq keep/index "$("$CAIRN" ckpt ls k/ckpt | cut -f1 | xargs)" "3 4"
+expect_eq keep/index "$(ckpt_ls k/ckpt | cut -f1 | xargs)" "3 4"
 expect_eq keep/files "$(ls k/ckpt | xargs)" "ckpt-e000003.h5 ckpt-e000004.h5 index"
 # never delete the checkpoint resumed from: resume from 1 with keep = 1
 mpi kbase 1 run "$JOBS/counter.cfg" --run-dir k1 --set stop.max_epochs=1
 mpi k1 1 run "$JOBS/counter.cfg" --run-dir k1 --set checkpoint.keep=1
-expect_eq keep/resumed-from-kept "$("$CAIRN" ckpt ls k1/ckpt | cut -f1 | xargs)" "1 4"
+expect_eq keep/resumed-from-kept "$(ckpt_ls k1/ckpt | cut -f1 | xargs)" "1 4"
 
 # upload: the final checkpoint and its index entry reach the other directory
 mpi up 2 run "$JOBS/counter.cfg" --run-dir u --set groups.0.ranks=2 --set checkpoint.upload.to=pfs/counter
 expect_rc upload/exit up 0
 expect_grep upload/logged up.out "uploaded ckpt-e000004.h5 \(epoch 4, [0-9.]+ kB\) to pfs/counter"
-expect_eq upload/index "$("$CAIRN" ckpt ls pfs/counter | cut -f1,3,5 | xargs)" "4 ckpt-e000004.h5 ok"
+expect_eq upload/index "$(ckpt_ls pfs/counter | cut -f1,3,5 | xargs)" "4 ckpt-e000004.h5 ok"
 cmp -s u/ckpt/ckpt-e000004.h5 pfs/counter/ckpt-e000004.h5 && pass upload/identical || fail upload/identical "copies differ"
 # it happens before download
 n_up=$(grep -n "uploaded" up.out | cut -d: -f1)

@@ -4,7 +4,7 @@
 # committed checkpoints already there stay intact.
 . "$(dirname "$0")/../lib.sh"
 enter
-"$CAIRN" data range --out counter.h5 --count 10
+counter_data
 set_2=(--set groups.0.ranks=2)
 trap 'chattr -R -i "$T_WORK/$T_NAME" 2>/dev/null' EXIT
 
@@ -36,14 +36,14 @@ expect_rc unwritable/abort-exit unw-abort 3
 expect_grep unwritable/abort-message unw-abort.err "checkpoint after epoch 3 failed"
 expect_eq unwritable/committed-untouched "$(dir_sums u/ckpt)" "$before"
 for f in u/ckpt/ckpt-*.h5; do
-    "$CAIRN" ckpt verify "$f" >/dev/null && pass "unwritable/verifies-$(basename "$f")" ||
-        fail "unwritable/verifies-$(basename "$f")" "does not verify"
+    run verify "$CAIRN" ckpt verify "$f"
+    expect_rc "unwritable/verifies-$(basename "$f")" verify 0
 done
 if [ "$(id -u)" = 0 ]; then chattr -i u/ckpt; else chmod 755 u/ckpt; fi
 
 # checkpoint.every = 2: epochs 2 and 4 (the last) and epoch 0 are saved
 mpi every 1 run "$JOBS/counter.cfg" --run-dir ev --set checkpoint.every=2
-expect_eq every/epochs "$("$CAIRN" ckpt ls ev/ckpt | cut -f1 | xargs)" "0 2 4"
+expect_eq every/epochs "$(ckpt_ls ev/ckpt | cut -f1 | xargs)" "0 2 4"
 # checkpoint.every = 0: none, and the job runs as usual
 mpi never 1 run "$JOBS/counter.cfg" --run-dir nv --set checkpoint.every=0
 expect_rc never/exit never 0

@@ -3,7 +3,7 @@
 # uninterrupted run; the resume modes; an independent reader.
 . "$(dirname "$0")/../lib.sh"
 enter
-"$CAIRN" data range --out counter.h5 --count 10
+counter_data
 set_2=(--set groups.0.ranks=2)
 
 mpi ref 2 run "$JOBS/counter.cfg" --run-dir ref "${set_2[@]}"

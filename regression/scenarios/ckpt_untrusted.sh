@@ -9,7 +9,7 @@
 # are handled without hanging, overflowing or crawling.
 . "$(dirname "$0")/../lib.sh"
 enter
-"$CAIRN" data range --out counter.h5 --count 10
+counter_data
 set_2=(--set groups.0.ranks=2)
 mpi ref 2 run "$JOBS/counter.cfg" --run-dir ref "${set_2[@]}" --set stop.max_epochs=3
 expect_rc ref/exit ref 0

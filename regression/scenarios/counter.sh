@@ -2,7 +2,7 @@
 # after every epoch, the epochs run, the downloaded result, idle ranks.
 . "$(dirname "$0")/../lib.sh"
 enter
-"$CAIRN" data range --out counter.h5 --count 10
+counter_data
 
 want_totals="103 115 136 145"
 

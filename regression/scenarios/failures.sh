@@ -3,7 +3,7 @@
 # exit 2 with FILE:LINE from rank 0 only.
 . "$(dirname "$0")/../lib.sh"
 enter
-"$CAIRN" data range --out counter.h5 --count 10
+counter_data
 T_TIMEOUT=60
 
 # an op fails on rank 1 only (fault injection), in epoch 2, while the

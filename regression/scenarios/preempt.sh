@@ -28,8 +28,9 @@ expect_rc usr1/exit-75 usr1 75
 expect_eq usr1/exit-status-file "$(cat u/exit_status)" 75
 expect_grep usr1/message usr1.err "^cairn: preempted by signal USR1 in epoch 2 after step 1: checkpoint saved in u/ckpt; exit 75: rerun to continue$"
 expect_count usr1/message-once usr1.err "^cairn: preempted" 1
-expect_eq usr1/mid-epoch-checkpoint "$("$CAIRN" ckpt ls u/ckpt | tail -n 1 | cut -f1-3,5)" "1	1	ckpt-e000001-s000001.h5	ok"
-"$CAIRN" ckpt verify u/ckpt/ckpt-e000001-s000001.h5 >/dev/null && pass usr1/verifies || fail usr1/verifies "checksums"
+expect_eq usr1/mid-epoch-checkpoint "$(ckpt_ls u/ckpt | tail -n 1 | cut -f1-3,5)" "1	1	ckpt-e000001-s000001.h5	ok"
+run verify "$CAIRN" ckpt verify u/ckpt/ckpt-e000001-s000001.h5
+expect_rc usr1/verifies verify 0
 mpi usr1-rest 5 run p.cfg --run-dir u --set ps.shards=3
 expect_rc usr1/resumed-exit usr1-rest 0
 expect_grep usr1/resumed-at-step usr1-rest.out "resuming in epoch 2 after step 1 \(init skipped\)"
@@ -87,7 +88,7 @@ rc=$(cat nockpt.rc)
 expect_count no-checkpoints/not-preempted nockpt.err "preempted" 0
 
 # the generic reader's position is part of a mid-epoch checkpoint too
-"$CAIRN" data range --out counter.h5 --count 10
+counter_data
 mpi cbase 1 run "$JOBS/counter.cfg" --run-dir cb --set steps_per_epoch=3
 CAIRN_FAULT=signal:USR1:0:2 mpi c1 1 run "$JOBS/counter.cfg" --run-dir c --set steps_per_epoch=3
 expect_rc counter/exit-75 c1 75
@@ -102,7 +103,7 @@ expect_rc bad-fault/exit badsig 2
 expect_grep bad-fault/message badsig.err "CAIRN_FAULT='signal:KILL:0' is not"
 
 # a signal after the last step: the job finishes, and says why it did not stop
-"$CAIRN" data range --out counter.h5 --count 10 >/dev/null
+counter_data
 CAIRN_FAULT=signal:USR1:1:4 mpi late 2 run "$JOBS/counter.cfg" --run-dir late --set groups.0.ranks=2
 expect_rc late/exit late 0
 expect_eq late/exit-status-file "$(cat late/exit_status)" 0
