@@ -121,6 +121,39 @@ expect_eq() {
     if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "got '$2', want '$3'"; fi
 }
 
+# ---- Slurm scenarios ----
+
+# slurm_client CMD...: a Slurm client command for the scenario's cluster
+# (a multi-node cluster runs them on its controller: see nodes.sh)
+slurm_client() { "$@"; }
+
+# wait_log FILE PATTERN [N]: until N (default 1) lines of FILE match
+wait_log() {
+    local i n
+    for i in $(seq 1 600); do
+        n=$(grep -Ec -- "$2" "$1" 2>/dev/null)
+        [ "${n:-0}" -ge "${3:-1}" ] && return 0
+        sleep 0.2
+    done
+    echo "wait_log: no '$2' in $1" >&2
+    return 1
+}
+
+# job_wait ID: until the job (every task of an array) has ended for good;
+# prints the final states
+job_wait() {
+    local i lines
+    for i in $(seq 1 900); do
+        lines=$(slurm_client scontrol -o show job "$1" 2>/dev/null)
+        if [ -n "$lines" ] && ! echo "$lines" | grep -Eqv 'JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) '; then
+            echo "$lines" | grep -o 'JobState=[A-Z_]*' | cut -d= -f2 | xargs
+            return 0
+        fi
+        sleep 0.2
+    done
+    echo "timeout"
+}
+
 # metric FILE KIND KEY: the KEY values of metrics rows of KIND, space-separated
 metric() {
     /usr/bin/python3 - "$@" <<'PY'

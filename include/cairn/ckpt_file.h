@@ -59,6 +59,7 @@ struct ckpt_meta {
 struct ckpt_io {
     double seconds;
     uint64_t bytes;
+    char layout_change[256]; /* a read: "world 6 -> 4 ranks, ps 4 -> 2", "" if none */
 };
 
 /* The state-defining settings of a plan, one "key=value" per line: the

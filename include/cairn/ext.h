@@ -37,7 +37,9 @@ struct ext_def {
     /* Does the job stop by the extension's own condition (accuracy, say)? */
     bool (*has_stop)(const void *spec);
     /* ---- the plan (plan.c; not collective) ---- */
-    /* Groups placed before the job's own (its first rank is world rank 0). */
+    /* Groups placed before the job's own (its first rank is world rank 0).
+     * p->nranks is the ranks given, or 0 for "as many as the groups need";
+     * the job's own groups are in p->job. */
     int (*plan_groups)(const struct plan *p, const void *spec, struct group **gen, int *n_gen,
                        struct diags *d);
     /* Generated tasks, put before the job's in each phase; what the runtime

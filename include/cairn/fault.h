@@ -12,14 +12,16 @@
  *                  seconds ahead: a time limit that comes at a known step,
  *                  whatever the machine's speed
  * fill:POINT:R[:E] world rank R fills the checkpoint directory's file
- *                  system (a file "fill.ballast" there) at POINT */
+ *                  system (a file "fill.ballast" there) at POINT
+ * pause:POINT:R[:E] world rank R stops for good at POINT, after saying so
+ *                  on stderr: a test then knows a save is in flight */
 #ifndef CAIRN_FAULT_H
 #define CAIRN_FAULT_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-enum fault_kind { FAULT_OP, FAULT_KILL, FAULT_SIGNAL, FAULT_CLOCK, FAULT_FILL };
+enum fault_kind { FAULT_OP, FAULT_KILL, FAULT_SIGNAL, FAULT_CLOCK, FAULT_FILL, FAULT_PAUSE };
 
 struct fault {
     bool set;
@@ -35,8 +37,8 @@ int fault_parse(const char *spec, struct fault *f);
 /* True if op `name` should fail on this rank now. */
 bool fault_op(const struct fault *f, int rank, const char *name, int64_t epoch);
 /* At a named point of a checkpoint save in directory dir: SIGKILL this
- * process, or fill dir's file system, if the fault names this point, rank
- * and epoch. */
+ * process, fill dir's file system or stop for good, if the fault names
+ * this point, rank and epoch. */
 void fault_point(const struct fault *f, int rank, const char *point, int64_t epoch,
                  const char *dir);
 /* Seconds this rank's clock runs ahead after step `step` of epoch `epoch`

@@ -106,6 +106,12 @@ struct slurm_spec {
     double time_margin;   /* stop this long before the job's end time; 0: automatic */
 };
 
+/* A rank with no progress for this long ends the job (watchdog.h). */
+struct watchdog_spec {
+    double timeout; /* seconds; 0: automatic (WATCHDOG_FLOOR or more) */
+};
+enum { WATCHDOG_FLOOR = 60 }; /* the automatic timeout's least value, seconds */
+
 struct job {
     struct arena *arena;
     const char *file; /* the job file as given */
@@ -118,6 +124,7 @@ struct job {
     struct stop_spec stop;
     struct ckpt_spec ckpt;
     struct slurm_spec slurm;
+    struct watchdog_spec watchdog;
     struct job_ext *exts; /* the extensions the job uses (include/cairn/ext.h) */
     int n_exts;
 };

@@ -4,6 +4,8 @@
 #ifndef CAIRN_LAYOUT_H
 #define CAIRN_LAYOUT_H
 
+#include "cairn/placement.h"
+
 #include <mpi.h>
 
 struct plan;
@@ -15,7 +17,8 @@ struct layout {
     int grank, gsize;
     MPI_Comm *lanes; /* n_lanes communicators over the group; lanes[0] is the group's */
     int n_lanes;
-    char host[64];
+    char host[PLACEMENT_HOST_MAX];
+    char (*hosts)[PLACEMENT_HOST_MAX]; /* every rank's host, by world rank */
     /* the communicators each plan extension asked for (ext.h): exts[e].comms[i],
      * MPI_COMM_NULL where this rank is no member */
     struct layout_ext {

@@ -15,6 +15,7 @@ struct workspace;
 struct runlog;
 struct reader_cache;
 struct ckpt_mgr;
+struct watchdog;
 
 struct runtime {
     const struct plan *plan;
@@ -23,6 +24,7 @@ struct runtime {
     struct runlog *log;
     struct reader_cache *readers;
     struct ckpt_mgr *ckpt;
+    struct watchdog *watchdog; /* ends this rank if it makes no progress */
     void **ext_state;      /* each plan extension's state on this rank (ext.h) */
     const char *run_dir;
     int64_t steps_per_epoch;

@@ -50,9 +50,9 @@ struct train_spec {
     int64_t *balance; /* layers per stage */
     enum recompute recompute;
     enum schedule schedule;
-    int64_t replicas;
+    int64_t replicas, replicas_max; /* [MIN, MAX]: take the ranks given (trainplan.c) */
     /* ps */
-    int64_t shards;
+    int64_t shards, shards_max;
     enum optimizer opt;
     double lr, weight_decay, momentum, beta1, beta2, eps;
     /* behaviour */

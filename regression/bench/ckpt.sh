@@ -4,16 +4,32 @@
 # directory in the same run: dd conv=fdatasync for writes, dd for reads.
 # Reads start cold (pages dropped with posix_fadvise) on both sides.
 # Prints the figures and the ratios (target: >= 0.8 for both).
+#
+# BENCH_NODES=3 runs cairn's ranks on a private 3-node Slurm cluster
+# (slurm/testcluster/nodes, as root), one or two ranks per node, so the
+# checkpoint is written from several nodes over TCP (ckpt_nodes.sh).
 set -eu
 cd "$(dirname "$0")/../.."
 root=$PWD
 cairn=$root/build/cairn
+nodes=${BENCH_NODES:-1}
 dir=${BENCH_DIR:-$root/build/bench/ckpt}
+[ "$nodes" -gt 1 ] && dir=${BENCH_DIR:-$root/build/bench/ckpt-nodes}
 rows=${BENCH_ROWS:-131072} # x 1024 f64 = 1 GiB
 rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
 bytes=$((rows * 1024 * 8))
+launch=(mpirun -np 4)
+if [ "$nodes" -gt 1 ]; then
+    export CAIRN_SLURM_PORT=${CAIRN_SLURM_PORT:-16857}
+    cluster=$dir/cluster
+    trap '"$root/slurm/testcluster/nodes" stop "$cluster" >/dev/null 2>&1' EXIT
+    "$root/slurm/testcluster/nodes" start "$cluster" "$nodes" >/dev/null
+    net=$(awk '$2 == "ctl" {print $1}' "$cluster/hosts" | cut -d. -f1-3)
+    export OMPI_MCA_btl_tcp_if_include=$net.0/24 OMPI_MCA_oob_tcp_if_include=$net.0/24
+    launch=("$root/slurm/testcluster/nodes" run "$cluster" srun -N"$nodes" -n4 --distribution=cyclic --mpi=pmix)
+fi
 
 cat >bench.cfg <<CFG
 name = "bench_ckpt";
@@ -48,9 +64,9 @@ for i in 1 2 3; do
     rm raw.bin
     # cairn: a fresh run saves after init and after epoch 1; a resume of
     # epoch 1 then only loads it, cold
-    mpirun -np 4 "$cairn" run bench.cfg --run-dir run --resume=none --force >save.log
+    "${launch[@]}" "$cairn" run bench.cfg --run-dir run --resume=none --force >save.log
     drop run/ckpt/*.h5
-    mpirun -np 4 "$cairn" run bench.cfg --run-dir run --resume=1 >load.log
+    "${launch[@]}" "$cairn" run bench.cfg --run-dir run --resume=1 >load.log
 done
 raw_w=$(best "${raw_w[@]}")
 raw_r=$(best "${raw_r[@]}")
@@ -59,11 +75,11 @@ load=$(metric run/metrics.jsonl ckpt_load)
 grep "checkpoint saved: epoch 1" save.log | sed 's/.*cairn: //'
 grep "checkpoint loaded" load.log | sed 's/.*cairn: //'
 
-/usr/bin/python3 - "$bytes" "$raw_w" "$raw_r" "$save" "$load" <<'PY'
+/usr/bin/python3 - "$bytes" "$raw_w" "$raw_r" "$save" "$load" "$nodes" <<'PY'
 import sys
-b, rw, rr, cw, cr = int(sys.argv[1]), *map(float, sys.argv[2:])
+b, rw, rr, cw, cr = int(sys.argv[1]), *map(float, sys.argv[2:6])
 gb = b / 1e9
-print(f"state {b / 2**30:.2f} GiB over 4 ranks")
+print(f"state {b / 2**30:.2f} GiB over 4 ranks on {sys.argv[6]} node(s)")
 print(f"{'':8}{'raw GB/s':>10}{'cairn GB/s':>12}{'ratio':>8}")
 print(f"{'write':8}{gb / rw:10.3f}{gb / cw:12.3f}{rw / cw:8.2f}")
 print(f"{'read':8}{gb / rr:10.3f}{gb / cr:12.3f}{rr / cr:8.2f}")

@@ -46,33 +46,6 @@ submit() {
         "${SCRIPT:-$SBATCH}" "${epochs[@]}" "$@"
 }
 
-# wait_log FILE PATTERN [N]: until N (default 1) lines of FILE match
-wait_log() {
-    local i n
-    for i in $(seq 1 600); do
-        n=$(grep -Ec -- "$2" "$1" 2>/dev/null)
-        [ "${n:-0}" -ge "${3:-1}" ] && return 0
-        sleep 0.2
-    done
-    echo "wait_log: no '$2' in $1" >&2
-    return 1
-}
-
-# job_wait ID: until the job (every task of an array) has ended for good;
-# prints the final states
-job_wait() {
-    local i lines
-    for i in $(seq 1 900); do
-        lines=$(scontrol -o show job "$1" 2>/dev/null)
-        if [ -n "$lines" ] && ! echo "$lines" | grep -Eqv 'JobState=(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY) '; then
-            echo "$lines" | grep -o 'JobState=[A-Z_]*' | cut -d= -f2 | xargs
-            return 0
-        fi
-        sleep 0.2
-    done
-    echo "timeout"
-}
-
 # mid_epoch_2 TAG: wait until TAG is a little into epoch 2
 mid_epoch_2() {
     wait_log "$1/cairn.log" "checkpoint saved: epoch 1 step 0 " && sleep 1.5

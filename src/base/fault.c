@@ -15,7 +15,7 @@ int fault_parse(const char *spec, struct fault *f)
 {
     static const char *const kinds[] = {[FAULT_OP] = "op", [FAULT_KILL] = "kill",
                                         [FAULT_SIGNAL] = "signal", [FAULT_CLOCK] = "clock",
-                                        [FAULT_FILL] = "fill"};
+                                        [FAULT_FILL] = "fill", [FAULT_PAUSE] = "pause"};
     *f = (struct fault){.epoch = -1};
     if (!spec || !*spec) return 0;
     char kind[16] = "", what[64] = "";
@@ -31,7 +31,8 @@ int fault_parse(const char *spec, struct fault *f)
         return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
                              "CAIRN_FAULT='%s' is not op:NAME:RANK[:EPOCH], "
                              "kill:POINT:RANK[:EPOCH], signal:SIGNAL:RANK[:EPOCH], "
-                             "clock:SECONDS:RANK[:EPOCH] or fill:POINT:RANK[:EPOCH]",
+                             "clock:SECONDS:RANK[:EPOCH], fill:POINT:RANK[:EPOCH] or "
+                             "pause:POINT:RANK[:EPOCH]",
                              spec);
     f->set = true;
     f->kind = (enum fault_kind)k;
@@ -77,6 +78,11 @@ void fault_point(const struct fault *f, int rank, const char *point, int64_t epo
         fprintf(stderr, "cairn: rank %d: CAIRN_FAULT fills the file system of %s at %s\n", rank,
                 dir, point);
         fill(dir);
+    }
+    if (matches(f, FAULT_PAUSE, rank, epoch) && strcmp(f->what, point) == 0) {
+        fprintf(stderr, "cairn: rank %d: CAIRN_FAULT pauses this rank at %s\n", rank, point);
+        fflush(stderr);
+        for (;;) pause(); /* until a signal's default action ends the process */
     }
 }
 

@@ -1116,6 +1116,24 @@ cleanup:
     return rc;
 }
 
+/* How the file's world and group sizes differ from the plan's. */
+static void layout_change(const struct contents *c, const struct plan *p, char *out, size_t size)
+{
+    struct strbuf b = {0};
+    if (c->world_size != p->nranks)
+        strbuf_addf(&b, "world %lld -> %d ranks", (long long)c->world_size, p->nranks);
+    for (int i = 0; i < c->n; i++) {
+        int g = plan_find_group(p, c->v[i].group);
+        if ((i > 0 && strcmp(c->v[i].group, c->v[i - 1].group) == 0) || g < 0 ||
+            p->groups[g].nranks == c->v[i].ranks)
+            continue;
+        strbuf_addf(&b, "%s%s %lld -> %d", b.len ? ", " : "", c->v[i].group,
+                    (long long)c->v[i].ranks, p->groups[g].nranks);
+    }
+    snprintf(out, size, "%s", strbuf_str(&b));
+    strbuf_free(&b);
+}
+
 int ckpt_file_read(const struct ckpt_view *v, const char *path, struct ckpt_meta *m, struct ckpt_io *io)
 {
     int rc = 0, data_rc = 0, n = count_persistent(v->plan);
@@ -1134,6 +1152,7 @@ int ckpt_file_read(const struct ckpt_view *v, const char *path, struct ckpt_meta
     CAIRN_CHECK(check_settings(&c, path, strbuf_str(&ours)));
     if (c.n != n) CAIRN_FAIL(CAIRN_ERUNTIME, "%s: %d blobs, the plan has %d", path, c.n, n);
     *m = c.meta;
+    layout_change(&c, v->plan, io->layout_change, sizeof io->layout_change);
     for (int g = 0, k = 0; g < v->plan->n_groups; g++)
         for (int b = 0; b < v->plan->groups[g].n_blobs; b++)
             if (v->plan->groups[g].blobs[b].persistent)

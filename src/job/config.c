@@ -161,6 +161,32 @@ int64_t cfg_int(struct cfg *c, const config_setting_t *g, const char *key, bool 
     return v;
 }
 
+void cfg_int_range(struct cfg *c, const config_setting_t *g, const char *key, int64_t dflt,
+                   int64_t lo, int64_t hi, int64_t *min, int64_t *max)
+{
+    const config_setting_t *s = config_setting_get_member(g, key);
+    *min = *max = dflt;
+    if (!s || cfg_is_int(s)) {
+        *min = *max = cfg_int(c, g, key, false, dflt, lo, hi);
+        return;
+    }
+    const config_setting_t *a = config_setting_get_elem(s, 0), *b = config_setting_get_elem(s, 1);
+    if (!config_setting_is_aggregate(s) || config_setting_length(s) != 2 || !cfg_is_int(a) ||
+        !cfg_is_int(b)) {
+        cfg_err(c, s, "'%s' must be an integer or a range [MIN, MAX], not %s", key,
+                cfg_type_name(s));
+        return;
+    }
+    long long x = config_setting_get_int64(a), y = config_setting_get_int64(b);
+    if (x < lo || y > hi || x > y) {
+        cfg_err(c, s, "'%s' = [%lld, %lld] must have %lld <= MIN <= MAX <= %lld", key, x, y,
+                (long long)lo, (long long)hi);
+        return;
+    }
+    *min = x;
+    *max = y;
+}
+
 const char *cfg_str(struct cfg *c, const config_setting_t *g, const char *key,
                            bool required, const char *dflt)
 {
@@ -683,6 +709,15 @@ bool cfg_bool(struct cfg *c, const config_setting_t *g, const char *key, bool df
     return dflt;
 }
 
+static void parse_watchdog(struct cfg *c, const config_setting_t *root)
+{
+    const config_setting_t *s = cfg_section(c, root, "watchdog", "{ timeout = 120; }");
+    if (!s) return;
+    static const char *const keys[] = {"timeout", NULL};
+    cfg_keys(c, s, "watchdog", keys);
+    c->job->watchdog.timeout = cfg_num(c, s, "timeout", 0, 0, 1e7, NULL);
+}
+
 static void parse_slurm(struct cfg *c, const config_setting_t *root)
 {
     struct slurm_spec *sl = &c->job->slurm;
@@ -733,7 +768,7 @@ static void parse_root(struct cfg *c, const config_setting_t *root)
 {
     static const char *const core[] = {"name", "seed", "groups", "init", "epoch", "epoch_end",
                                        "steps_per_epoch", "download", "exit", "stop",
-                                       "checkpoint", "slurm", NULL};
+                                       "checkpoint", "slurm", "watchdog", NULL};
     struct job *j = c->job;
     cfg_keys(c, root, "the job", all_keys(c, core, false));
     j->name = cfg_name(c, root, "name", true, "job name");
@@ -744,6 +779,7 @@ static void parse_root(struct cfg *c, const config_setting_t *root)
     parse_stop(c, root);
     parse_checkpoint(c, root);
     parse_slurm(c, root);
+    parse_watchdog(c, root);
     configure_exts(c, root);
     if (!j->n_exts && j->steps_per_epoch == 0) j->steps_per_epoch = 1;
     bool stops = j->stop.n_blobs || j->stop.max_epochs || ext_stops(j);

@@ -42,6 +42,10 @@ int64_t cfg_int(struct cfg *c, const config_setting_t *g, const char *key, bool 
                 int64_t dflt, int64_t lo, int64_t hi);
 const char *cfg_str(struct cfg *c, const config_setting_t *g, const char *key, bool required,
                     const char *dflt);
+/* An integer N (min = max = N) or a range [MIN, MAX], lo <= MIN <= MAX <= hi;
+ * absent -> dflt for both. */
+void cfg_int_range(struct cfg *c, const config_setting_t *g, const char *key, int64_t dflt,
+                   int64_t lo, int64_t hi, int64_t *min, int64_t *max);
 /* A number in [lo, hi] (an integer is fine); absent -> dflt. */
 double cfg_num(struct cfg *c, const config_setting_t *g, const char *key, double dflt,
                double lo, double hi, bool *present);

@@ -137,8 +137,9 @@ int plan_build(const struct job *job, int nranks, struct plan **out, struct diag
     p->arena = a;
     p->job = job;
     *out = NULL;
+    p->nranks = nranks > 0 ? nranks : 0; /* 0 while the groups are placed: as they need */
     CAIRN_CHECK(place_groups(p, d));
-    p->nranks = nranks > 0 ? nranks : p->used_ranks;
+    if (p->nranks == 0) p->nranks = p->used_ranks;
     p->steps_per_epoch = job->steps_per_epoch;
     p->n_stop_blobs = job->stop.n_blobs;
     p->stop_blobs = arena_alloc(a, (size_t)(p->n_stop_blobs + 1) * sizeof *p->stop_blobs);

@@ -14,6 +14,7 @@
 #include "cairn/runlog.h"
 #include "cairn/runtime.h"
 #include "cairn/strbuf.h"
+#include "cairn/watchdog.h"
 #include "cairn/workspace.h"
 
 #include <dirent.h>
@@ -71,13 +72,32 @@ static int make_view(const struct ckpt_mgr *c, struct ckpt_view *v, struct tenso
     return *tensors ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
 }
 
+/* A save or load may take longer than any step before it (a large state, a
+ * busy file system; the first save comes before any step): the automatic
+ * watchdog timeout allows `bytes` at a slow parallel file system's pace. */
+#define CKPT_SLOW_RATE 50e6 /* bytes per second */
+
+static void watch_io(const struct ckpt_mgr *c, double bytes)
+{
+    watchdog_progress(c->rt->watchdog);
+    watchdog_allow(c->rt->watchdog, bytes / CKPT_SLOW_RATE);
+}
+
 static int file_write(const struct ckpt_mgr *c, const char *path, const struct ckpt_meta *m,
                       struct ckpt_io *io)
 {
     struct ckpt_view v;
     struct tensor **t = NULL;
+    double mine = 0; /* this rank's state, times the ranks: a bound on the file for sharded state */
+    const struct layout *l = c->rt->layout;
+    for (int b = 0; l->gid >= 0 && b < c->rt->plan->groups[l->gid].n_blobs; b++)
+        if (c->rt->plan->groups[l->gid].blobs[b].persistent) mine += (double)c->rt->ws->v[b].t.cap;
+    watch_io(c, mine * l->size);
+    watchdog_doing(c->rt->watchdog, "saving the checkpoint of epoch %lld step %lld (collective "
+                   "HDF5 I/O over all ranks)", (long long)m->epoch, (long long)m->step);
     int rc = coll_agree(world(c), make_view(c, &v, &t));
     if (rc == 0) rc = ckpt_file_write(&v, path, m, io);
+    watchdog_progress(c->rt->watchdog);
     free(t);
     return rc;
 }
@@ -89,8 +109,11 @@ static int file_read(const struct ckpt_mgr *c, const char *path, struct ckpt_met
     struct ckpt_view v;
     struct tensor **t = NULL;
     const struct layout *l = c->rt->layout;
+    watch_io(c, (double)fsx_file_size(path));
+    watchdog_doing(c->rt->watchdog, "loading checkpoint %s (collective HDF5 I/O over all ranks)", path);
     int rc = coll_agree(world(c), make_view(c, &v, &t));
     if (rc == 0) rc = ckpt_file_read(&v, path, m, io);
+    watchdog_progress(c->rt->watchdog);
     for (int b = 0; rc == 0 && l->gid >= 0 && b < c->rt->plan->groups[l->gid].n_blobs; b++)
         if (c->rt->plan->groups[l->gid].blobs[b].persistent) c->rt->ws->v[b].defined = true;
     free(t);
@@ -192,6 +215,64 @@ cleanup:
     return rc;
 }
 
+/* Rank 0: "node3 (rank 2), node4 (ranks 5-6)" for the ranks that do not
+ * see the token, hosts in rank order. */
+static int blind_list(const struct ckpt_mgr *c, const int *seen, struct strbuf *b)
+{
+    const struct layout *l = c->rt->layout;
+    for (int r = 0; r < l->size; r++) {
+        if (seen[r] || (r > 0 && !seen[r - 1] && strcmp(l->hosts[r], l->hosts[r - 1]) == 0)) continue;
+        int last = r;
+        while (last + 1 < l->size && !seen[last + 1] && strcmp(l->hosts[last + 1], l->hosts[r]) == 0)
+            last++;
+        strbuf_addf(b, "%s%s (rank %d", b->len ? ", " : "", l->hosts[r], r);
+        if (last > r) strbuf_addf(b, "-%d", last);
+        strbuf_add(b, ")");
+    }
+    return strbuf_finish(b);
+}
+
+/* A checkpoint is one file that every rank opens, so a directory some
+ * nodes do not see (a node-local disk) would fail deep in MPI-IO later, or
+ * let nodes write files of their own.  Rank 0 leaves a uniquely named file
+ * there and every rank looks for it: once, at start-up. */
+static int check_shared(struct ckpt_mgr *c)
+{
+    const struct layout *l = c->rt->layout;
+    int rc = 0, seen = 0, *all = NULL;
+    char name[128] = "", path[4400] = "";
+    struct strbuf b = {0};
+    if (is_root(c)) {
+        snprintf(name, sizeof name, ".shared-%s-%ld-%lld", l->host, (long)getpid(),
+                 (long long)time(NULL));
+        all = malloc((size_t)l->size * sizeof *all);
+        /* a directory rank 0 cannot write to fails every save, which
+         * checkpoint.on_failure handles: nothing to check here */
+        if (!all || fsx_mkdir_p(c->dir) || fsx_join(path, sizeof path, c->dir, name) ||
+            fsx_write_atomic(path, name, strlen(name)))
+            name[0] = '\0';
+    }
+    CAIRN_CHECK_MPI(MPI_Bcast(name, sizeof name, MPI_CHAR, 0, world(c)));
+    if (!name[0]) goto cleanup;
+    seen = fsx_join(path, sizeof path, c->dir, name) == 0 && access(path, R_OK) == 0;
+    CAIRN_CHECK_MPI(MPI_Gather(&seen, 1, MPI_INT, all, 1, MPI_INT, 0, world(c)));
+    if (is_root(c)) {
+        unlink(path);
+        CAIRN_CHECK(blind_list(c, all, &b));
+        if (b.len)
+            CAIRN_FAIL(CAIRN_EINPUT,
+                       "the checkpoint directory %s is not shared by all nodes: %s cannot see "
+                       "the file rank 0 (%s) wrote there; every rank writes the one checkpoint "
+                       "file, so put checkpoint.dir (or the run directory) on a file system "
+                       "that every node mounts",
+                       c->dir, strbuf_str(&b), l->host);
+    }
+cleanup:
+    free(all);
+    strbuf_free(&b);
+    return rc;
+}
+
 int ckpt_open(struct runtime *rt, const struct ckpt_spec *spec, const struct resume_opts *ro,
               struct ckpt_mgr **out)
 {
@@ -211,6 +292,7 @@ int ckpt_open(struct runtime *rt, const struct ckpt_spec *spec, const struct res
     }
     if (rc == 0 && ro->mode == RESUME_NONE && rt->layout->rank == 0) rc = check_fresh(c);
     rc = coll_agree(rt->layout->world, rc);
+    if (rc == 0 && ckpt_enabled(c)) rc = coll_agree(rt->layout->world, check_shared(c));
     if (rc) {
         ckpt_close(&c);
         return rc;
@@ -421,7 +503,11 @@ int ckpt_resume(struct ckpt_mgr *c, struct ckpt_meta *m, bool *resumed)
             c->last = *m;
             c->committed = true;
             *resumed = true;
-            return report_io(c, "loaded", k.file, m, &io, clock_now() - t0);
+            CAIRN_CHECK(report_io(c, "loaded", k.file, m, &io, clock_now() - t0));
+            if (is_root(c) && io.layout_change[0])
+                runlog_line(c->rt->log, "layout changed since that checkpoint: %s; sharded state re-split",
+                            io.layout_change);
+            return 0;
         }
         if (lrc != CAIRN_ECORRUPT) {
             if (is_root(c)) loading_done(c);

@@ -11,6 +11,7 @@
 #include "cairn/layout.h"
 #include "cairn/plan.h"
 #include "cairn/runtime.h"
+#include "cairn/watchdog.h"
 #include "cairn/workspace.h"
 
 #include <errno.h>
@@ -99,6 +100,16 @@ _Noreturn static void op_failed(struct exec_ctx *x, const struct op_node *op, in
                   x->task->group, op->def->name, op->file, op->line, cairn_errmsg());
 }
 
+/* Tell the watchdog where this rank is, should it wait here for ever. */
+static void doing(const struct exec_ctx *x, const struct op_node *op)
+{
+    char at[64];
+    where(x->rt, at, sizeof at);
+    watchdog_doing(x->rt->watchdog, "%s: task '%s' (group %s): op '%s' (%s:%d)%s", at,
+                   x->task->name, x->task->group, op->def->name, op->file, op->line,
+                   op->def->flags & OPF_COLLECTIVE ? ", which waits for the group's other ranks" : "");
+}
+
 static void run_op(struct exec_ctx *x, const struct op_node *op)
 {
     struct workspace *ws = x->rt->ws;
@@ -121,6 +132,7 @@ static void run_op(struct exec_ctx *x, const struct op_node *op)
                                op->in[i]);
     struct op_call call = {.ctx = x, .op = op, .in = in, .out = out};
     if (op->ext > 0) call.state = x->rt->ext_state[op->ext - 1];
+    doing(x, op);
     if (rc == 0 && fault_op(&x->rt->fault, x->rt->layout->rank, op->def->name, x->rt->epoch))
         rc = cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__, "injected fault (CAIRN_FAULT)");
     if (rc == 0) {

@@ -75,6 +75,10 @@ int layout_create(MPI_Comm world, const struct plan *p, struct layout **out)
     CAIRN_CHECK_MPI(MPI_Comm_rank(l->world, &l->rank));
     CAIRN_CHECK_MPI(MPI_Comm_size(l->world, &l->size));
     if (gethostname(l->host, sizeof l->host - 1)) snprintf(l->host, sizeof l->host, "?");
+    l->hosts = calloc((size_t)l->size, sizeof *l->hosts);
+    CAIRN_CHECK_ALLOC(l->hosts);
+    CAIRN_CHECK_MPI(MPI_Allgather(l->host, sizeof l->host, MPI_CHAR, l->hosts, sizeof l->host,
+                                  MPI_CHAR, l->world));
     l->gid = plan_group_of_rank(p, l->rank);
     if (l->gid >= 0) {
         CAIRN_CHECK(make_lanes(l, &p->groups[l->gid]));
@@ -104,6 +108,7 @@ void layout_destroy(struct layout **lp)
     }
     free(l->exts);
     if (l->world != MPI_COMM_NULL) MPI_Comm_free(&l->world);
+    free(l->hosts);
     free(l);
     *lp = NULL;
 }

@@ -10,6 +10,7 @@
 #include "cairn/ext.h"
 #include "cairn/fsx.h"
 #include "cairn/layout.h"
+#include "cairn/placement.h"
 #include "cairn/plan.h"
 #include "cairn/preempt.h"
 #include "cairn/reader.h"
@@ -18,6 +19,7 @@
 #include "cairn/slurm.h"
 #include "cairn/strbuf.h"
 #include "cairn/version.h"
+#include "cairn/watchdog.h"
 #include "cairn/workspace.h"
 
 #include <stdio.h>
@@ -58,6 +60,15 @@ static void log_start(struct runtime *rt)
         runlog_line(rt->log, "warning: %d ranks given but the groups use %d; ranks %d-%d idle "
                              "until the end",
                     p->nranks, p->used_ranks, p->used_ranks, p->nranks - 1);
+    strbuf_free(&b);
+}
+
+/* "placement: node1: ranks 0,3 (stage0, ps); node2: rank 1 (stage1)" */
+static void log_placement(struct runtime *rt)
+{
+    struct strbuf b = {0};
+    if (placement_text(rt->plan, (const char(*)[PLACEMENT_HOST_MAX])rt->layout->hosts, "; ", &b) == 0)
+        runlog_line(rt->log, "placement: %s", strbuf_str(&b));
     strbuf_free(&b);
 }
 
@@ -132,6 +143,7 @@ static int run_phase(struct runtime *rt, enum phase_id ph)
     int rc = 0;
     if (rt->plan->phases[ph].n == 0) return 0;
     double t0 = clock_now();
+    watchdog_progress(rt->watchdog);
     run_tasks(rt, ph);
     CAIRN_CHECK(coll_barrier(rt->layout->world));
     double dt = clock_now() - t0;
@@ -332,6 +344,7 @@ static int run_steps(struct runtime *rt, const struct run_opts *o, int64_t e, in
     for (int64_t s = first; s <= rt->steps_per_epoch; s++) {
         double ts = clock_now();
         rt->step = s;
+        watchdog_progress(rt->watchdog);
         run_tasks(rt, PHASE_EPOCH);
         if (clock_now() - ts > rt->longest_step) rt->longest_step = clock_now() - ts;
         fault_signal(&rt->fault, rt->layout->rank, e, s);
@@ -345,6 +358,14 @@ static int run_steps(struct runtime *rt, const struct run_opts *o, int64_t e, in
     rt->steps_seconds = clock_now() - t0;
 cleanup:
     return rc;
+}
+
+/* The automatic watchdog timeout follows the slowest step and checkpoint
+ * seen: a rank that takes several times as long has lost a peer. */
+static void watchdog_follow(struct runtime *rt)
+{
+    double step = 5 * rt->longest_step, save = 3 * ckpt_longest_save(rt->ckpt);
+    watchdog_limit(rt->watchdog, step > save ? step : save);
 }
 
 /* Epochs from the one after m->epoch (from step m->step + 1 of it) until a
@@ -367,6 +388,7 @@ static int run_epochs(struct runtime *rt, const struct run_opts *o, struct ckpt_
         int64_t e = m->epoch + 1;
         double t0 = clock_now();
         CAIRN_CHECK(run_steps(rt, o, e, first, m));
+        watchdog_progress(rt->watchdog);
         run_tasks(rt, PHASE_EPOCH_END);
         bool by_blob = false, by_max = false;
         CAIRN_CHECK(should_stop(rt, e, &by_blob, &by_max));
@@ -378,6 +400,7 @@ static int run_epochs(struct runtime *rt, const struct run_opts *o, struct ckpt_
             tried = true;
         }
         if (stop) break; /* the epochs are over: finish rather than stop */
+        watchdog_follow(rt);
         if (is_root(rt)) refresh_end_time(rt);
         CAIRN_CHECK(must_stop(rt, &why));
         if (why) return preempted(rt, o, m, why, tried);
@@ -446,6 +469,15 @@ cleanup:
     return rc;
 }
 
+/* Collective: every rank's watchdog, before anything can wait on a peer. */
+static int start_watchdog(struct runtime *rt)
+{
+    char who[96];
+    snprintf(who, sizeof who, "rank %d (%s)", rt->layout->rank, rt->layout->host);
+    int rc = watchdog_start(rt->plan->job->watchdog.timeout, WATCHDOG_FLOOR, who, &rt->watchdog);
+    return coll_agree(rt->layout->world, rc);
+}
+
 static int setup(MPI_Comm world, const struct plan *p, const struct run_opts *o,
                  struct runtime *rt)
 {
@@ -455,6 +487,7 @@ static int setup(MPI_Comm world, const struct plan *p, const struct run_opts *o,
     rt->phase = PHASE_INIT;
     CAIRN_CHECK(coll_agree(world, fault_parse(getenv("CAIRN_FAULT"), &rt->fault)));
     CAIRN_CHECK(layout_create(world, p, &rt->layout));
+    CAIRN_CHECK(start_watchdog(rt));
     CAIRN_CHECK(make_run_dir(world, o->run_dir));
     rc = runlog_open(o->run_dir, rt->layout->rank, &rt->log);
     CAIRN_CHECK(coll_agree(world, rc));
@@ -480,6 +513,7 @@ static void teardown(struct runtime *rt)
     reader_cache_destroy(&rt->readers);
     workspace_destroy(&rt->ws);
     runlog_close(&rt->log);
+    watchdog_stop(&rt->watchdog);
     layout_destroy(&rt->layout);
 }
 
@@ -492,6 +526,7 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
     *epochs = 0;
     CAIRN_CHECK(setup(world, p, o, &rt));
     if (is_root(&rt)) log_start(&rt);
+    if (is_root(&rt)) log_placement(&rt);
     if (is_root(&rt) && rt.slurm.present) log_slurm(&rt);
     CAIRN_CHECK(prepare_ops(&rt));
     CAIRN_CHECK(start(&rt, &m));

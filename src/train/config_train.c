@@ -182,7 +182,7 @@ static void parse_ps(struct cfg *c, const config_setting_t *root, struct train_s
                                        "momentum", "beta1",     "beta2", "eps", NULL};
     static const char *const opts[] = {"sgd", "momentum", "adam", NULL};
     const config_setting_t *p = cfg_section(c, root, "ps", "{ shards = N; optimizer = ...; }");
-    t->shards = 1;
+    t->shards = t->shards_max = 1;
     t->opt = OPT_SGD;
     t->lr = 0.01;
     t->momentum = 0.9;
@@ -191,7 +191,7 @@ static void parse_ps(struct cfg *c, const config_setting_t *root, struct train_s
     t->eps = 1e-8;
     if (!p) return;
     cfg_keys(c, p, "ps", keys);
-    t->shards = cfg_int(c, p, "shards", false, 1, 1, 1 << 16);
+    cfg_int_range(c, p, "shards", 1, 1, 1 << 16, &t->shards, &t->shards_max);
     t->opt = (enum optimizer)cfg_choice(c, p, "optimizer", opts, OPT_SGD, "ps.optimizer");
     t->lr = cfg_num(c, p, "lr", 0.01, 0, 1e6, NULL);
     t->weight_decay = cfg_num(c, p, "weight_decay", 0, 0, 1e6, NULL);
@@ -242,7 +242,7 @@ static void locate_key(struct cfg *c, const struct train_spec *t, const config_s
 
 static void locate_sizes(struct cfg *c, const config_setting_t *root, struct train_spec *t)
 {
-    if (t->replicas > 1 && config_setting_get_member(root, "replicas"))
+    if (t->replicas_max > 1 && config_setting_get_member(root, "replicas"))
         locate_key(c, t, root, NULL, "replicas", &t->stages_file, &t->stages_line);
     else if (config_setting_get_member(root, "pipeline"))
         locate_key(c, t, root, "pipeline", "stages", &t->stages_file, &t->stages_line);
@@ -267,7 +267,7 @@ void train_configure(struct cfg *c, const config_setting_t *root, void **spec)
     parse_data(c, root, t);
     parse_pipeline(c, root, t);
     parse_ps(c, root, t);
-    t->replicas = cfg_int(c, root, "replicas", false, 1, 1, 1 << 16);
+    cfg_int_range(c, root, "replicas", 1, 1, 1 << 16, &t->replicas, &t->replicas_max);
     locate_sizes(c, root, t);
     static const char *const nan[] = {"abort", "ignore", NULL};
     t->abort_on_nan = cfg_choice(c, root, "on_nan", nan, 0, "on_nan") == 0;

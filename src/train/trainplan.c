@@ -115,17 +115,34 @@ static void state_operands(struct tp *x, struct op_node *op, bool as_in, bool as
 
 /* ---- groups ------------------------------------------------------------------ */
 
+/* Replicas and shards given as [MIN, MAX] take the ranks the job is given
+ * beyond its minimum: replicas first (each adds one rank per stage), then
+ * shards.  Ranks still left stay spare. */
+static void fit(const struct plan *p, const struct train_spec *t, int *R, int *P)
+{
+    int64_t S = t->stages, left = p->nranks - S * t->replicas - t->shards;
+    for (int i = 0; i < p->job->n_groups; i++) left -= p->job->groups[i].ranks;
+    *R = (int)t->replicas;
+    *P = (int)t->shards;
+    if (p->nranks <= 0 || left <= 0) return;
+    int64_t more = t->replicas_max - t->replicas < left / S ? t->replicas_max - t->replicas : left / S;
+    *R += (int)more;
+    left -= more * S;
+    *P += (int)(t->shards_max - t->shards < left ? t->shards_max - t->shards : left);
+}
+
 int trainplan_groups(const struct plan *p, const void *spec, struct group **gen, int *n_gen,
                      struct diags *d)
 {
     const struct train_spec *t = spec;
-    int S = (int)t->stages, n = S + 1;
+    int S = (int)t->stages, n = S + 1, R = 0, P = 0;
+    fit(p, t, &R, &P);
     struct group *g = arena_alloc(p->arena, (size_t)n * sizeof *g);
     for (int s = 0; s < S; s++)
         g[s] = (struct group){.name = arena_printf(p->arena, "stage%d", s),
-                              .nranks = (int)t->replicas, .file = t->stages_file,
+                              .nranks = R, .file = t->stages_file,
                               .line = t->stages_line};
-    g[S] = (struct group){.name = "ps", .nranks = (int)t->shards, .file = t->shards_file,
+    g[S] = (struct group){.name = "ps", .nranks = P, .file = t->shards_file,
                           .line = t->shards_line};
     int errors = 0;
     for (int i = 0; i < p->job->n_groups; i++) {
@@ -149,8 +166,9 @@ static void geometry(struct tp *x)
     struct train_plan *tp = arena_alloc(x->a, sizeof *tp);
     tp->spec = t;
     tp->stages = (int)t->stages;
-    tp->replicas = (int)t->replicas;
-    tp->shards = (int)t->shards;
+    /* as trainplan_groups fit them: the stages, then the ps group */
+    tp->replicas = x->p->groups[0].nranks;
+    tp->shards = x->p->groups[tp->stages].nranks;
     tp->n_layers = t->n_layers;
     tp->stage_group = arena_alloc(x->a, (size_t)tp->stages * sizeof *tp->stage_group);
     tp->first_layer = arena_alloc(x->a, (size_t)(tp->stages + 1) * sizeof *tp->first_layer);

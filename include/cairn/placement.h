@@ -1,0 +1,22 @@
+/* Which ranks and groups live on which node, as text: for the run's log
+ * (the hosts the ranks report) and for `cairn print --ranks-per-node` (a
+ * block placement, as Slurm and mpirun give by default).  Not collective;
+ * needs no MPI. */
+#ifndef CAIRN_PLACEMENT_H
+#define CAIRN_PLACEMENT_H
+
+struct plan;
+struct strbuf;
+
+#define PLACEMENT_HOST_MAX 64
+
+/* Append one entry per node, "HOST: ranks 0-3,8 (stage0, ps)", nodes in the
+ * order of their lowest rank, entries separated by `sep`.  hosts[r] is
+ * world rank r's host, for r < p->nranks.  Returns 0 or CAIRN_ENOMEM. */
+int placement_text(const struct plan *p, const char (*hosts)[PLACEMENT_HOST_MAX], const char *sep,
+                   struct strbuf *b);
+/* hosts[r] = "node<r / per_node + 1>" for r < p->nranks: a block placement.
+ * Returns a calloc'd array or NULL. */
+char (*placement_block(const struct plan *p, int per_node))[PLACEMENT_HOST_MAX];
+
+#endif

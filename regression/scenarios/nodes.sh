@@ -1,0 +1,225 @@
+# Several nodes: the demo on a private 3-node Slurm cluster
+# (slurm/testcluster/nodes: each node in its own network, UTS, mount and
+# PID namespaces), submitted with slurm/cairn.sbatch; ranks go round-robin
+# over the nodes, so the pipeline stages and the PS shards sit on different
+# nodes and activations, gradients and parameters cross TCP.
+# - Across 3 nodes under mpirun and under srun --mpi=pmix: model.h5 is
+#   byte-identical to a single-node run's; the log shows the placement.
+# - A node-local checkpoint directory: one line naming the nodes that do
+#   not see it, exit 2, no requeue.
+# - Preemption by USR1 and by the time limit: requeued, resumed, same model.
+# - A node lost in epoch 2 (killed mid-epoch under each launcher, killed
+#   while a checkpoint is written, or cut off from the network): every rank
+#   has exited within BOUND seconds (watchdog.timeout 10 s here, plus the
+#   launcher's teardown; Slurm's node timeout is 300 s by default),
+#   cairn.sbatch requeues the job, it resumes from the newest committed
+#   checkpoint on the nodes left (-N2-3) and ends with the same model, byte
+#   for byte.  Also when Slurm notices the dead node first, and with a
+#   layout that fits the ranks given (PS shards [2, 4]: 4 on 3 nodes, 2 on
+#   the 2 left).
+# - Stopping a cluster with a dead node leaves nothing behind.
+# NODES_CASES="across cut ..." runs only those cases (see the end).
+. "$(dirname "$0")/../lib.sh"
+why=""
+[ "$(id -u)" = 0 ] || why="needs root (network namespaces)"
+for c in slurmctld slurmd munged ip nsenter unshare; do
+    [ -n "$why" ] || command -v "$c" >/dev/null || why="$c is not installed (make deps installs it)"
+done
+if [ -z "$why" ] && ! { ip netns add "cairn-probe-$$" && ip netns delete "cairn-probe-$$"; } 2>/dev/null; then
+    why="cannot create network namespaces here"
+fi
+if [ -n "$why" ]; then
+    echo "skip - $T_NAME: $why"
+    exit 0
+fi
+enter
+T_TIMEOUT=240
+BOUND=60
+cluster=$PWD/cluster
+NODES=$CAIRN_ROOT/slurm/testcluster/nodes
+export CAIRN_SLURM_PORT=${CAIRN_NODES_PORT:-16847}
+trap '"$NODES" stop "$cluster" >/dev/null 2>&1' EXIT
+trap 'exit 1' TERM INT # the driver's timeout: stop the cluster on the way out
+if ! "$NODES" start "$cluster" 3 >start.out 2>&1; then
+    fail cluster/start "the test cluster did not start" start.out "$cluster/log/slurmctld.log"
+    exit 1
+fi
+pass cluster/start
+slurm_client() { "$NODES" run "$cluster" "$@"; }
+export CAIRN JOB=$JOBS/demo.cfg KILL_GRACE=3
+SBATCH=$CAIRN_ROOT/slurm/cairn.sbatch
+epochs=(--set stop.max_epochs=3)
+
+demo_data data 2 demo.h5
+mpi base 4 run "$JOB" --run-dir base "${epochs[@]}"
+expect_rc baseline/exit base 0
+
+# between the nodes, only the cluster's bridge
+net=$(awk '$2 == "ctl" {print $1}' "$cluster/hosts" | cut -d. -f1-3)
+export OMPI_MCA_btl_tcp_if_include=$net.0/24 OMPI_MCA_oob_tcp_if_include=$net.0/24
+
+# submit TAG LAUNCHER [SBATCH-OPTION...] [-- CAIRN-ARG...]: cairn.sbatch on
+# the cluster, 4 ranks (or $NTASKS) spread over the nodes round-robin;
+# prints the job id
+submit() {
+    local tag=$1 launcher=$2 opts=()
+    shift 2
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
+    [ $# -gt 0 ] && shift
+    RUN_DIR=$tag LAUNCHER=$launcher OMPI_MCA_rmaps_base_mapping_policy=node \
+        slurm_client sbatch --parsable -o "$tag.out" "${NTASKS:--n4}" --distribution=cyclic "${opts[@]}" \
+        "${SCRIPT:-$SBATCH}" "${epochs[@]}" "$@"
+}
+
+# ranks_of TAG: how many of TAG's ranks are alive, on any node (not the
+# launcher, whose command line holds the same words)
+ranks_of() { pgrep -fc -- "^$CAIRN run $JOB --run-dir $1 " || true; }
+
+case_across() {
+    local L j
+    for L in mpirun srun; do
+        j=$(submit "across-$L" $L -N3)
+        expect_eq "across-$L/completed" "$(job_wait "$j")" COMPLETED
+        same_bytes "across-$L/model-as-on-one-node" base/model.h5 "across-$L/model.h5"
+        expect_grep "across-$L/nodes" "across-$L/cairn.log" "slurm: job $j, restart 0, nodes node\[1-3\], launched by $L"
+        expect_grep "across-$L/placement" "across-$L/cairn.log" \
+            "placement: node1: ranks 0,3 \(stage0, ps\); node2: rank 1 \(stage1\); node3: rank 2 \(ps\)"
+    done
+}
+
+# A checkpoint directory on a node-local disk: one clear line at start-up,
+# exit 2, and no requeue.
+case_nodelocal() {
+    local j
+    j=$(submit nodelocal mpirun -N3 -- --set "checkpoint.dir=\"$cluster/nodelocal/ckpt\"")
+    expect_eq nodelocal/failed "$(job_wait "$j")" FAILED
+    expect_grep nodelocal/named nodelocal.out "the checkpoint directory $cluster/nodelocal/ckpt is not shared by all nodes: node2 \(rank 1\), node3 \(rank 2\) cannot see the file rank 0 \(node1\) wrote there"
+    expect_grep nodelocal/exit-2 nodelocal.out "cairn.sbatch: cairn exited with 2"
+    expect_count nodelocal/not-requeued nodelocal.out "requeueing" 0
+}
+
+# Preemption across nodes: USR1 (under mpirun) and the time limit (under
+# srun: a 2-minute limit and a 70 s margin, with the clock moved a minute
+# ahead in epoch 2 so that the limit comes there whatever the machine's
+# speed); each requeues itself and resumes.
+case_usr1() {
+    local j
+    j=$(submit usr1 mpirun -N3)
+    wait_log usr1/cairn.log "checkpoint saved: epoch 1 step 0 "
+    slurm_client scancel --signal=USR1 --batch "$j"
+    expect_eq usr1/completed "$(job_wait "$j")" COMPLETED
+    expect_grep usr1/preempted usr1/cairn.log "preempted by signal USR1 in epoch [23] after step [0-9]+: saving"
+    expect_grep usr1/requeued usr1/cairn.log "requeued slurm job $j: it resumes from this checkpoint"
+    expect_grep usr1/resumed usr1/cairn.log "slurm: job $j, restart 1, nodes node\[1-3\]"
+    same_bytes usr1/model-as-uninterrupted base/model.h5 usr1/model.h5
+}
+case_limit() {
+    local j
+    sed '/^#SBATCH --signal/d' "$SBATCH" >nosignal.sbatch
+    j=$(CAIRN_FAULT=clock:60:0:2 SCRIPT=nosignal.sbatch submit limit srun -N3 --time=2 -- --set slurm.time_margin=70)
+    expect_eq time-limit/completed "$(job_wait "$j")" COMPLETED
+    expect_grep time-limit/stopped limit/cairn.log "preempted by the time limit \(margin 70 s\) in epoch 2 after step 1:"
+    expect_grep time-limit/resumed limit/cairn.log "slurm: job $j, restart 1, nodes node\[1-3\]"
+    same_bytes time-limit/model-as-uninterrupted base/model.h5 limit/model.h5
+}
+
+# once.sh: cairn with CAIRN_FAULT=$1 in the first run only, not in the
+# requeued one (it execs cairn, so the ranks' command lines stay cairn's)
+first_run_fault() {
+    printf '#!/bin/sh\n[ "${SLURM_RESTART_COUNT:-0}" = 0 ] && export CAIRN_FAULT=%s\nexec %s "$@"\n' \
+        "$1" "$CAIRN" >once.sh
+    chmod +x once.sh
+}
+
+# lose_node TAG LAUNCHER HOW: node3 (rank 2, a PS shard) is lost in epoch 2,
+# after the first checkpoint is committed.  HOW is
+#   kill         the node dies mid-epoch;
+#   kill-in-save the node dies while rank 2 writes checkpoint 2 (paused
+#                there by CAIRN_FAULT): epoch 1's checkpoint is resumed;
+#   cut          the node's network link goes down mid-epoch;
+#   slurm-first  the node dies and Slurm marks it DOWN at once.
+# Apart from slurm-first, cairn acts first (Slurm would notice the node
+# only after its 300 s timeout): every rank has to be gone within BOUND
+# seconds, and cairn.sbatch has to requeue the job.  Then the test marks the
+# node DOWN (or heals the link) so that the rerun can start, as a health
+# check would.
+lose_node() {
+    local tag=$1 how=$3 j t0 t1 left took bin=$CAIRN flex=()
+    [ "$how" = kill-in-save ] && first_run_fault pause:write:2:2 && bin=$PWD/once.sh
+    # flex: whole nodes, 2 ranks on each, and 2 to 4 PS shards: 6 ranks (4
+    # shards) on 3 nodes, then 4 ranks (2 shards) on the 2 left
+    if [ "${4:-}" = flex ]; then
+        sed '/^#SBATCH --ntasks=/d' "$SBATCH" >pernode.sbatch
+        flex=(--set "ps.shards=[2, 4]")
+        local NTASKS=--exclusive SCRIPT=pernode.sbatch RANKS_PER_NODE=2
+        export RANKS_PER_NODE
+    fi
+    j=$(CAIRN=$bin submit "$tag" "$2" -N2-3 --requeue -- --set watchdog.timeout=10 "${flex[@]}")
+    if [ "$how" = kill-in-save ]; then
+        wait_log "$tag.out" "rank 2: CAIRN_FAULT pauses this rank at write"
+    else
+        wait_log "$tag/cairn.log" "checkpoint saved: epoch 1 step 0 "
+    fi
+    t0=$(date +%s.%N)
+    case $how in
+    cut) "$NODES" cut "$cluster" 3 ;;
+    slurm-first) "$NODES" kill "$cluster" 3 && slurm_client scontrol update nodename=node3 state=down reason=killed ;;
+    *) "$NODES" kill "$cluster" 3 ;;
+    esac
+    for _ in $(seq 1 900); do
+        left=$(ranks_of "$tag")
+        [ "$left" = 0 ] && break
+        sleep 0.1
+    done
+    t1=$(date +%s.%N)
+    took=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}')
+    echo "# $tag: node3 lost ($how); every rank of the run gone after $took s"
+    [ "$left" = 0 ] && awk -v t="$took" -v b="$BOUND" 'BEGIN {exit !(t < b)}' &&
+        pass "$tag/ranks-gone-within-${BOUND}s" || fail "$tag/ranks-gone-within-${BOUND}s" "$left ranks left after $took s"
+    if [ "$how" != slurm-first ]; then
+        wait_log "$tag.out" "cairn.sbatch: requeueing job $j"
+        expect_grep "$tag/died" "$tag.out" "cairn.sbatch: the run died \($2 returned [0-9]+; cairn did not end in order\)"
+        expect_grep "$tag/watchdog" "$tag.out" "watchdog: no progress for 1[0-9] s \(watchdog.timeout 10 s\) in (epoch 2 step [0-9]+: task|saving the checkpoint of epoch 2 step 0 )"
+        expect_count "$tag/requeued-by-the-script" "$tag.out" "scontrol requeue failed" 0
+        if [ "$how" = cut ]; then
+            "$NODES" heal "$cluster" 3
+        else
+            slurm_client scontrol update nodename=node3 state=down reason=lost
+        fi
+    fi
+    expect_eq "$tag/completed" "$(job_wait "$j")" COMPLETED
+    expect_grep "$tag/restarted" "$tag/cairn.log" "slurm: job $j, restart 1, nodes node\[1-[23]\]"
+    if [ "$how" = kill-in-save ]; then
+        expect_grep "$tag/resumed-previous" "$tag/cairn.log" "resuming after epoch 1 "
+        expect_count "$tag/save-never-committed" "$tag/cairn.log" "checkpoint saved: epoch 2 step 0 " 1
+    else
+        expect_grep "$tag/resumed" "$tag/cairn.log" "resuming after epoch [12] "
+    fi
+    if [ ${#flex[@]} -gt 0 ]; then
+        expect_grep "$tag/flex-placement" "$tag/cairn.log" "placement: node1: ranks 0,1 \(stage0, stage1\); node2: ranks 2,3 \(ps\); node3: ranks 4,5 \(ps\)"
+        expect_grep "$tag/flex-placement-after" "$tag/cairn.log" "placement: node1: ranks 0,1 \(stage0, stage1\); node2: ranks 2,3 \(ps\)$"
+        expect_grep "$tag/layout-changed" "$tag/cairn.log" "layout changed since that checkpoint: world 6 -> 4 ranks, ps 4 -> 2; sharded state re-split"
+    fi
+    same_bytes "$tag/model-as-uninterrupted" base/model.h5 "$tag/model.h5"
+    [ "$how" = cut ] || "$NODES" restart "$cluster" 3
+}
+
+case_kill-mpirun() { lose_node kill-mpirun mpirun kill flex; }
+case_kill-srun() { lose_node kill-srun srun kill; }
+case_kill-in-save() { lose_node kill-in-save mpirun kill-in-save; }
+case_cut() { lose_node cut srun cut; }
+case_kill-slurm-first() { lose_node kill-slurm-first mpirun slurm-first; }
+
+# Stopping a cluster with a dead node leaves nothing behind.
+case_stop() {
+    local tag left
+    "$NODES" kill "$cluster" 3
+    "$NODES" stop "$cluster" >stop.out 2>&1
+    tag=cn$(((CAIRN_SLURM_PORT - 16000) % 200 + 20))
+    left=$( (ip netns list; ip -o link show) | grep -c "$tag-" || true)
+        expect_eq cluster/stop-leaves-nothing "$left $(pgrep -fc "slurm(ctld|d) .*$cluster/slurm.conf" || true)" "0 0"
+}
+
+for c in ${NODES_CASES:-across nodelocal usr1 limit kill-mpirun kill-srun kill-in-save cut kill-slurm-first stop}; do
+    "case_$c"
+done
