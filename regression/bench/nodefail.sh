@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # What a lost node costs: the demo (4 ranks, -N2-3, requeueable, submitted
 # with slurm/cairn.sbatch) on a private 3-node Slurm cluster, node3 killed
-# mid-epoch 2.  Two runs side by side:
-#   cairn   the default watchdog (automatic timeout, 60 s floor);
-#   slurm   the watchdog off (timeout 1e6 s): Slurm alone notices the node
-#           (SlurmdTimeout, BENCH_SLURMD_TIMEOUT s here, 300 by default).
+# mid-epoch 2.  Three runs side by side:
+#   cairn-srun    srun --mpi=pmix, the default watchdog (automatic timeout,
+#                 60 s floor);
+#   cairn-mpirun  the same under mpirun, which may notice the lost daemon
+#                 itself;
+#   slurm-srun    srun, the watchdog off (timeout 1e6 s): Slurm alone
+#                 notices the node (SlurmdTimeout, BENCH_SLURMD_TIMEOUT s
+#                 here; 300 by default).
 # Prints, from the kill: every rank gone, Slurm marking the node DOWN, the
 # job pending again (requeued) and the rerun resuming.  Needs root.
 set -eu
@@ -27,17 +31,18 @@ job=$root/jobs/demo.cfg
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%6.1f", b - a}'; }
 
-# one TAG WATCHDOG-TIMEOUT: a fresh cluster, a job, node3 killed; prints a row
+# one TAG LAUNCHER WATCHDOG-TIMEOUT: a fresh cluster, a job, node3 killed;
+# prints a row
 one() {
     local tag=$1 j t0 gone="" down="" pend="" back="" state
     "$nodes" start "$cluster" 3 >/dev/null
     local net
     net=$(awk '$2 == "ctl" {print $1}' "$cluster/hosts" | cut -d. -f1-3)
-    j=$(RUN_DIR=$tag LAUNCHER=mpirun CAIRN=$cairn JOB=$job KILL_GRACE=3 \
+    j=$(RUN_DIR=$tag LAUNCHER=$2 CAIRN=$cairn JOB=$job KILL_GRACE=3 \
         OMPI_MCA_btl_tcp_if_include=$net.0/24 OMPI_MCA_oob_tcp_if_include=$net.0/24 \
         OMPI_MCA_rmaps_base_mapping_policy=node \
         "$nodes" run "$cluster" sbatch --parsable -o "$tag.out" -n4 -N2-3 --distribution=cyclic \
-        --requeue "$root/slurm/cairn.sbatch" --set stop.max_epochs=3 --set "watchdog.timeout=$2")
+        --requeue "$root/slurm/cairn.sbatch" --set stop.max_epochs=3 --set "watchdog.timeout=$3")
     until grep -q "checkpoint saved: epoch 1 step 0 " "$tag/cairn.log" 2>/dev/null; do sleep 0.1; done
     sleep 1
     t0=$(now)
@@ -50,12 +55,13 @@ one() {
         grep -q "resuming after epoch" "$tag/cairn.log" && back=$(now)
         sleep 0.2
     done
-    printf '%-8s %12s %12s %12s %12s\n' "$tag" "$(since "$t0" "$gone")" "$(since "$t0" "$down")" \
+    printf '%-13s %11s %11s %11s %11s\n' "$tag" "$(since "$t0" "$gone")" "$(since "$t0" "$down")" \
         "$(since "$t0" "${pend:-$back}")" "$(since "$t0" "$back")"
     "$nodes" stop "$cluster" >/dev/null
 }
 
 echo "node3 killed mid-epoch 2; SlurmdTimeout $CAIRN_SLURMD_TIMEOUT s; seconds after the kill:"
-printf '%-8s %12s %12s %12s %12s\n' run "ranks gone" "node DOWN" "requeued" "resumed"
-one cairn 0
-one slurm 1000000
+printf '%-13s %11s %11s %11s %11s\n' run "ranks gone" "node DOWN" "requeued" "resumed"
+one cairn-srun srun 0
+one cairn-mpirun mpirun 0
+one slurm-srun srun 1000000

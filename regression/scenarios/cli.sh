@@ -50,6 +50,23 @@ run check-counter-4 "$CAIRN" check "$JOBS/counter.cfg" --ranks 4
 expect_rc check/spare-ok check-counter-4 0
 expect_grep check/spare-warning check-counter-4.err "warning: 4 ranks given but the groups use 1"
 
+# the placement on nodes of K ranks each, and a flexible layout
+run print-nodes "$CAIRN" print "$JOBS/demo.cfg" --ranks 7 --ranks-per-node 3 --set 'ps.shards=[1, 4]'
+expect_rc print-nodes/exit print-nodes 0
+expect_grep print-nodes/title print-nodes.out "^placement: 3 nodes of 3 ranks, filled in turn$"
+expect_grep print-nodes/node1 print-nodes.out "^  node1: ranks 0-2 \(stage0, stage1, ps\)$"
+expect_grep print-nodes/node2 print-nodes.out "^  node2: ranks 3-5 \(ps\)$"
+expect_grep print-nodes/node3 print-nodes.out "^  node3: rank 6 \(spare\)$"
+run print-nodes0 "$CAIRN" print "$JOBS/demo.cfg" --ranks-per-node 0
+expect_rc print-nodes/zero print-nodes0 2
+expect_grep print-nodes/zero-said print-nodes0.err "--ranks-per-node needs a positive integer, not '0'"
+run check-nodes "$CAIRN" check "$JOBS/demo.cfg" --ranks-per-node 2
+expect_rc check-nodes/print-only check-nodes 2
+run print-few "$CAIRN" print "$JOBS/demo.cfg" --ranks 3 --set 'ps.shards=[2, 4]'
+expect_rc print-few/exit print-few 2
+expect_count print-few/one-line print-few.err "." 1
+expect_grep print-few/named print-few.err "the job needs 4 ranks \(stage0: 1, stage1: 1, ps: 2\) but was given 3"
+
 # --set on print and check
 run set-print "$CAIRN" print "$JOBS/counter.cfg" --set groups.0.ranks=3
 expect_grep set/print set-print.out "^  main: ranks 0-2$"

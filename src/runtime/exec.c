@@ -139,6 +139,7 @@ static void run_op(struct exec_ctx *x, const struct op_node *op)
         cairn_err_clear();
         rc = op->def->run(&call);
     }
+    watchdog_progress(x->rt->watchdog); /* a peer that is gone stops the next op that needs it */
     if (rc) op_failed(x, op, rc);
     for (int i = 0; i < op->n_out; i++) out[i]->defined = true;
     unlock_all(ws, &locks);
