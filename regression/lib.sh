@@ -127,6 +127,21 @@ expect_eq() {
 # (a multi-node cluster runs them on its controller: see nodes.sh)
 slurm_client() { "$@"; }
 
+# first_run_fault SPEC: once.sh, which runs cairn with CAIRN_FAULT=SPEC in
+# the first launch only, not in a rerun (in place or requeued): the first
+# rank to start records its launch's PMIx namespace, which every rank of a
+# launch shares.  It execs cairn, so the ranks' command lines stay cairn's.
+first_run_fault() {
+    rm -f once.ns
+    cat >once.sh <<ONCE
+#!/bin/bash
+echo "\$PMIX_NAMESPACE" >once.ns.\$\$ && ln once.ns.\$\$ once.ns 2>/dev/null; rm -f once.ns.\$\$
+[ "\$(cat once.ns)" = "\$PMIX_NAMESPACE" ] && export CAIRN_FAULT=$1
+exec $CAIRN "\$@"
+ONCE
+    chmod +x once.sh
+}
+
 # wait_log FILE PATTERN [N]: until N (default 1) lines of FILE match
 wait_log() {
     local i n

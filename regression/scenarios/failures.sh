@@ -45,3 +45,21 @@ expect_grep bad-shape/message shape.err "dataset 'values' in 'counter.h5' has sh
 # a bad CAIRN_FAULT is itself reported
 CAIRN_FAULT=bogus mpi badfault 1 run "$JOBS/counter.cfg" --run-dir bf
 expect_rc bad-fault/exit badfault 2
+
+# A rank stopped for good (CAIRN_FAULT pause) in the middle of epoch 2's
+# checkpoint write: every rank's watchdog ends it within watchdog.timeout
+# (exit 3, a line naming the rank, its host and the save), the committed
+# checkpoints are untouched, and a rerun resumes after epoch 1 and ends as
+# an uninterrupted run does.
+mpi wd-ref 2 run "$JOBS/counter.cfg" --run-dir wd-ref --set groups.0.ranks=2
+CAIRN_FAULT=pause:write:1:2 mpi wd 2 run "$JOBS/counter.cfg" --run-dir wd --set groups.0.ranks=2 \
+    --set watchdog.timeout=2
+expect_rc watchdog/exit wd 3
+expect_grep watchdog/paused wd.err "rank 1: CAIRN_FAULT pauses this rank at write"
+expect_grep watchdog/rank0 wd.err "cairn: rank 0 \([^)]+\): watchdog: no progress for 2 s \(watchdog.timeout 2 s\) in saving the checkpoint of epoch 2 step 0 \(collective HDF5 I/O over all ranks\); a peer rank or its node is probably gone: ending the job"
+expect_grep watchdog/rank1 wd.err "cairn: rank 1 \([^)]+\): watchdog: no progress for 2 s"
+expect_eq watchdog/committed "$(ckpt_ls wd/ckpt | awk '$5 == "ok" {print $1}' | xargs)" "0 1"
+mpi wd-rerun 2 run "$JOBS/counter.cfg" --run-dir wd --set groups.0.ranks=2
+expect_rc watchdog/rerun wd-rerun 0
+expect_grep watchdog/resumed wd-rerun.out "resuming after epoch 1 "
+expect_eq watchdog/result "$(metric wd/metrics.jsonl log result)" "$(metric wd-ref/metrics.jsonl log result)"

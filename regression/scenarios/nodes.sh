@@ -12,11 +12,12 @@
 #   while a checkpoint is written, or cut off from the network): every rank
 #   has exited within BOUND seconds (watchdog.timeout 10 s here, plus the
 #   launcher's teardown; Slurm's node timeout is 300 s by default),
-#   cairn.sbatch requeues the job, it resumes from the newest committed
-#   checkpoint on the nodes left (-N2-3) and ends with the same model, byte
-#   for byte.  Also when Slurm notices the dead node first, and with a
-#   layout that fits the ranks given (PS shards [2, 4]: 4 on 3 nodes, 2 on
-#   the 2 left).
+#   cairn.sbatch finds the node that does not answer and runs cairn again
+#   at once on the 2 left, in the same allocation (-N2-3, --no-kill); it
+#   resumes from the newest committed checkpoint and ends with the same
+#   model, byte for byte.  Also when Slurm notices the dead node first, and
+#   with a layout that fits the ranks given (PS shards [2, 4]: 4 on 3
+#   nodes, 2 on the 2 left).
 # - Stopping a cluster with a dead node leaves nothing behind.
 # NODES_CASES="across cut ..." runs only those cases (see the end).
 . "$(dirname "$0")/../lib.sh"
@@ -71,9 +72,8 @@ submit() {
         "${SCRIPT:-$SBATCH}" "${epochs[@]}" "$@"
 }
 
-# ranks_of TAG: how many of TAG's ranks are alive, on any node (not the
-# launcher, whose command line holds the same words)
-ranks_of() { pgrep -fc -- "^$CAIRN run $JOB --run-dir $1 " || true; }
+# alive PID: a process that has not ended (zombies have)
+alive() { [ -r "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]; }
 
 case_across() {
     local L j
@@ -123,14 +123,6 @@ case_limit() {
     same_bytes time-limit/model-as-uninterrupted base/model.h5 limit/model.h5
 }
 
-# once.sh: cairn with CAIRN_FAULT=$1 in the first run only, not in the
-# requeued one (it execs cairn, so the ranks' command lines stay cairn's)
-first_run_fault() {
-    printf '#!/bin/sh\n[ "${SLURM_RESTART_COUNT:-0}" = 0 ] && export CAIRN_FAULT=%s\nexec %s "$@"\n' \
-        "$1" "$CAIRN" >once.sh
-    chmod +x once.sh
-}
-
 # lose_node TAG LAUNCHER HOW: node3 (rank 2, a PS shard) is lost in epoch 2,
 # after the first checkpoint is committed.  HOW is
 #   kill         the node dies mid-epoch;
@@ -139,12 +131,12 @@ first_run_fault() {
 #   cut          the node's network link goes down mid-epoch;
 #   slurm-first  the node dies and Slurm marks it DOWN at once.
 # Apart from slurm-first, cairn acts first (Slurm would notice the node
-# only after its 300 s timeout): every rank has to be gone within BOUND
-# seconds, and cairn.sbatch has to requeue the job.  Then the test marks the
-# node DOWN (or heals the link) so that the rerun can start, as a health
-# check would.
+# only after its 300 s timeout): every rank of the run has to be gone
+# within BOUND seconds, and cairn.sbatch has to run cairn again on the two
+# nodes left.  Once that run has finished, the test marks the node DOWN (or
+# heals the link) so that the job can end, as a health check would.
 lose_node() {
-    local tag=$1 how=$3 j t0 t1 left took bin=$CAIRN flex=()
+    local tag=$1 how=$3 j t0 t1 left took bin=$CAIRN flex=() pids p
     [ "$how" = kill-in-save ] && first_run_fault pause:write:2:2 && bin=$PWD/once.sh
     # flex: whole nodes, 2 ranks on each, and 2 to 4 PS shards: 6 ranks (4
     # shards) on 3 nodes, then 4 ranks (2 shards) on the 2 left
@@ -154,12 +146,13 @@ lose_node() {
         local NTASKS=--exclusive SCRIPT=pernode.sbatch RANKS_PER_NODE=2
         export RANKS_PER_NODE
     fi
-    j=$(CAIRN=$bin submit "$tag" "$2" -N2-3 --requeue -- --set watchdog.timeout=10 "${flex[@]}")
+    j=$(CAIRN=$bin submit "$tag" "$2" -N2-3 -- --set watchdog.timeout=10 "${flex[@]}")
     if [ "$how" = kill-in-save ]; then
         wait_log "$tag.out" "rank 2: CAIRN_FAULT pauses this rank at write"
     else
         wait_log "$tag/cairn.log" "checkpoint saved: epoch 1 step 0 "
     fi
+    pids=$(pgrep -f -- "^$CAIRN run $JOB --run-dir $tag " | xargs)
     t0=$(date +%s.%N)
     case $how in
     cut) "$NODES" cut "$cluster" 3 ;;
@@ -167,7 +160,8 @@ lose_node() {
     *) "$NODES" kill "$cluster" 3 ;;
     esac
     for _ in $(seq 1 900); do
-        left=$(ranks_of "$tag")
+        left=0
+        for p in $pids; do alive "$p" && left=$((left + 1)); done
         [ "$left" = 0 ] && break
         sleep 0.1
     done
@@ -176,19 +170,21 @@ lose_node() {
     echo "# $tag: node3 lost ($how); every rank of the run gone after $took s"
     [ "$left" = 0 ] && awk -v t="$took" -v b="$BOUND" 'BEGIN {exit !(t < b)}' &&
         pass "$tag/ranks-gone-within-${BOUND}s" || fail "$tag/ranks-gone-within-${BOUND}s" "$left ranks left after $took s"
-    if [ "$how" != slurm-first ]; then
-        wait_log "$tag.out" "cairn.sbatch: requeueing job $j"
-        expect_grep "$tag/died" "$tag.out" "cairn.sbatch: the run died \($2 returned [0-9]+; cairn did not end in order\)"
+    wait_log "$tag.out" "cairn.sbatch: (cairn exited with|not requeueing)"
+    expect_grep "$tag/died" "$tag.out" "cairn.sbatch: the run died \($2 returned [0-9]+; cairn did not end in order\)"
+    [ "$how" = slurm-first ] ||
         expect_grep "$tag/watchdog" "$tag.out" "watchdog: no progress for 1[0-9] s \(watchdog.timeout 10 s\) in (epoch 2 step [0-9]+: task|saving the checkpoint of epoch 2 step 0 )"
-        expect_count "$tag/requeued-by-the-script" "$tag.out" "scontrol requeue failed" 0
-        if [ "$how" = cut ]; then
-            "$NODES" heal "$cluster" 3
-        else
-            slurm_client scontrol update nodename=node3 state=down reason=lost
-        fi
+    expect_grep "$tag/again-on-the-nodes-left" "$tag.out" "cairn.sbatch: 1 of 3 nodes do not answer; running again on node1,node2, "
+    expect_grep "$tag/finished-in-place" "$tag.out" "cairn.sbatch: cairn exited with 0"
+    expect_count "$tag/not-requeued" "$tag.out" "requeueing" 0
+    # the job ends once Slurm has released node3, as a health check would
+    if [ "$how" = cut ]; then
+        "$NODES" heal "$cluster" 3
+    else
+        slurm_client scontrol update nodename=node3 state=down reason=lost
     fi
     expect_eq "$tag/completed" "$(job_wait "$j")" COMPLETED
-    expect_grep "$tag/restarted" "$tag/cairn.log" "slurm: job $j, restart 1, nodes node\[1-[23]\]"
+    expect_grep "$tag/placed-on-the-nodes-left" "$tag/cairn.log" "placement: node1: [^;]*; node2: [^;]*$"
     if [ "$how" = kill-in-save ]; then
         expect_grep "$tag/resumed-previous" "$tag/cairn.log" "resuming after epoch 1 "
         expect_count "$tag/save-never-committed" "$tag/cairn.log" "checkpoint saved: epoch 2 step 0 " 1
