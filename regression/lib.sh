@@ -128,15 +128,18 @@ expect_eq() {
 slurm_client() { "$@"; }
 
 # first_run_fault SPEC: once.sh, which runs cairn with CAIRN_FAULT=SPEC in
-# the first launch only, not in a rerun (in place or requeued): the first
-# rank to start records its launch's PMIx namespace, which every rank of a
-# launch shares.  It execs cairn, so the ranks' command lines stay cairn's.
+# the first launch after this call only, not in a rerun (in place or
+# requeued): the first rank to start records its launch's PMIx namespace
+# and the job's restart count, which every rank of a launch shares (srun
+# reuses the namespace in a requeued job).  It execs cairn, so the ranks'
+# command lines stay cairn's.
 first_run_fault() {
     rm -f once.ns
     cat >once.sh <<ONCE
 #!/bin/bash
-echo "\$PMIX_NAMESPACE" >once.ns.\$\$ && ln once.ns.\$\$ once.ns 2>/dev/null; rm -f once.ns.\$\$
-[ "\$(cat once.ns)" = "\$PMIX_NAMESPACE" ] && export CAIRN_FAULT=$1
+launch=\$PMIX_NAMESPACE/\${SLURM_RESTART_COUNT:-0}
+echo "\$launch" >once.ns.\$\$ && ln once.ns.\$\$ once.ns 2>/dev/null; rm -f once.ns.\$\$
+[ "\$(cat once.ns)" = "\$launch" ] && export CAIRN_FAULT=$1
 exec $CAIRN "\$@"
 ONCE
     chmod +x once.sh

@@ -179,8 +179,8 @@ cmp -s sweep/0/model.h5 sweep/2/model.h5 && fail array/settings-differ "tasks 0 
 # a run that dies (rank 1 killed mid-save in epoch 2, in the first run
 # only): cairn.sbatch requeues the job itself under either launcher, and the
 # rerun resumes from epoch 1 with the same model
-first_run_fault kill:write:1:2
 for L in mpirun srun; do
+    first_run_fault kill:write:1:2
     j=$(CAIRN=$PWD/once.sh submit "died-$L" $L)
     expect_eq "died-$L/completed" "$(job_wait "$j")" COMPLETED
     expect_grep "died-$L/said" "died-$L.out" "cairn.sbatch: the run died \($L returned [0-9]+; cairn did not end in order\)"
@@ -188,6 +188,7 @@ for L in mpirun srun; do
     expect_grep "died-$L/resumed" "died-$L/cairn.log" "resuming after epoch 1 "
     same_bytes "died-$L/same-model-bytes" base/model.h5 "died-$L/model.h5"
 done
+first_run_fault kill:write:1:2
 j=$(CAIRN=$PWD/once.sh submit died-norq mpirun -- --no-requeue)
 expect_eq died-no-requeue/failed "$(job_wait "$j")" FAILED
 expect_grep died-no-requeue/said died-norq.out "cairn.sbatch: not running again \(--no-requeue\)"
