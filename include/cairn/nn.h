@@ -49,6 +49,14 @@ void nn_backward_params(enum dtype dt, int64_t n, int64_t in, int64_t out, const
 void nn_backward_input(enum dtype dt, int64_t n, int64_t in, int64_t out, const void *W,
                        const void *dy, void *dx);
 
+/* The elementwise halves of a layer whose product is done elsewhere
+ * (p?gemm on a stage's grid): y[n, out] = act(y + b); and dy *= act'
+ * (from the output y), then db = (or +=, if accumulate) the column sums
+ * of dy. */
+void nn_bias_act(enum dtype dt, int64_t n, int64_t out, const void *b, enum act a, void *y);
+void nn_dact_bias(enum dtype dt, int64_t n, int64_t out, const void *y, enum act a, void *dy,
+                  void *db, bool accumulate);
+
 /* The loss of outputs z[n, k] against class labels (labels, n entries) or
  * targets (targets, [n, k]); one of the two is NULL.  Softmax cross-entropy
  * needs labels; mean squared error takes either (labels as one-hot).

@@ -27,4 +27,14 @@ static inline void block_range(int64_t n, int64_t parts, int64_t i, int64_t *lo,
     *hi = *lo + b < n ? *lo + b : n;
 }
 
+/* Block-cyclic ownership (ScaLAPACK's, as numroc counts it): items in
+ * blocks of nb dealt round-robin to `parts` owners.  How many of items
+ * [0, x) owner i holds; its items among [lo, hi) are the local items
+ * cyclic_owned(lo) .. cyclic_owned(hi) - 1, consecutive. */
+static inline int64_t cyclic_owned(int64_t x, int64_t nb, int64_t parts, int64_t i)
+{
+    int64_t cycle = nb * parts, rem = x % cycle - i * nb;
+    return x / cycle * nb + (rem < 0 ? 0 : rem > nb ? nb : rem);
+}
+
 #endif

@@ -25,6 +25,7 @@ struct group {
     struct blob_info *blobs; /* set by analyze */
     int n_blobs;
     int n_lanes; /* communicators its tasks need: 1 + parallel branches beyond the first */
+    const char *note; /* what an extension says of its group in `cairn print`, or NULL */
 };
 
 struct stop_ref {

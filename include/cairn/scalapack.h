@@ -23,4 +23,13 @@ void pdgemr2d_(const int *m, const int *n, const double *a, const int *ia, const
                const int *desca, double *b, const int *ib, const int *jb, const int *descb,
                const int *ictxt);
 
+void psgemm_(const char *ta, const char *tb, const int *m, const int *n, const int *k,
+             const float *alpha, const float *a, const int *ia, const int *ja, const int *desca,
+             const float *b, const int *ib, const int *jb, const int *descb, const float *beta,
+             float *c, const int *ic, const int *jc, const int *descc);
+void pdgemm_(const char *ta, const char *tb, const int *m, const int *n, const int *k,
+             const double *alpha, const double *a, const int *ia, const int *ja, const int *desca,
+             const double *b, const int *ib, const int *jb, const int *descb, const double *beta,
+             double *c, const int *ic, const int *jc, const int *descc);
+
 #endif

@@ -15,7 +15,8 @@ struct op_call;
 
 /* The communicators the training extension asks the layout for. */
 enum {
-    TRAIN_COMM_PIPE,  /* this replica's pipeline stages, rank = stage */
+    TRAIN_COMM_PIPE,  /* this replica's pipeline stages' first ranks, rank = stage */
+    TRAIN_COMM_STAGE, /* the T ranks of this stage of this replica, rank = member */
     TRAIN_COMM_TRAIN, /* every trainer and PS shard, ranked as in the world */
     TRAIN_COMM_DL,    /* trainer 0 (rank 0) and the PS shards (1..P), for the download */
     TRAIN_N_COMMS

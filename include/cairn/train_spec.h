@@ -39,6 +39,9 @@ struct train_spec {
     int n_layers;
     enum loss loss;
     enum dtype dtype;
+    int64_t rank_memory_mb; /* the most model state one rank may hold; 0: no cap */
+    const char *memory_file;
+    int memory_line;
     /* data */
     const char *data_file, *features, *labels, *holdout_file;
     double holdout; /* fraction of the rows, taken from the end */
@@ -50,6 +53,8 @@ struct train_spec {
     int64_t *balance; /* layers per stage */
     enum recompute recompute;
     enum schedule schedule;
+    int64_t ranks_per_stage; /* T: the ranks of one stage of one replica (a BLACS grid) */
+    int64_t block;           /* its block-cyclic block size */
     int64_t replicas, replicas_max; /* [MIN, MAX]: take the ranks given (trainplan.c) */
     /* ps */
     int64_t shards, shards_max;
@@ -68,6 +73,8 @@ struct train_spec {
 struct train_plan {
     const struct train_spec *spec;
     int stages, replicas, shards;
+    int ranks_per_stage; /* T: stage s of replica r is world ranks first(s) + r*T .. + T-1 */
+    int block;           /* the stage grid's (1 x T) block size */
     int *stage_group;   /* plan group of each stage */
     int ps_group;
     int *first_layer;   /* stage s holds layers first_layer[s] .. first_layer[s+1]-1 */

@@ -135,6 +135,7 @@ int plan_print(const struct plan *p, FILE *out)
     for (int i = 0; i < p->n_groups; i++) {
         strbuf_addf(&b, "  %s: ", p->groups[i].name);
         print_ranks(&b, &p->groups[i]);
+        if (p->groups[i].note) strbuf_addf(&b, " (%s)", p->groups[i].note);
         strbuf_add(&b, "\n");
     }
     if (p->nranks == p->used_ranks + 1)

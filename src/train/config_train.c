@@ -59,7 +59,7 @@ static void parse_layers(struct cfg *c, const config_setting_t *m, struct train_
 
 static void parse_model(struct cfg *c, const config_setting_t *m, struct train_spec *t)
 {
-    static const char *const keys[] = {"inputs", "layers", "loss", "dtype", NULL};
+    static const char *const keys[] = {"inputs", "layers", "loss", "dtype", "rank_memory_mb", NULL};
     static const char *const dtypes[] = {"f32", "f64", NULL};
     cfg_keys(c, m, "model", keys);
     cfg_locate(c, m, &t->file, &t->line);
@@ -67,6 +67,12 @@ static void parse_model(struct cfg *c, const config_setting_t *m, struct train_s
     parse_layers(c, m, t);
     t->loss = (enum loss)cfg_choice(c, m, "loss", loss_names, LOSS_SOFTMAX_CE, "model.loss");
     t->dtype = cfg_choice(c, m, "dtype", dtypes, 0, "model.dtype") == 1 ? DT_F64 : DT_F32;
+    t->rank_memory_mb = cfg_int(c, m, "rank_memory_mb", false, 0, 0, 1 << 30);
+    t->memory_file = t->file;
+    t->memory_line = t->line;
+    if (config_setting_get_member(m, "rank_memory_mb"))
+        cfg_locate(c, config_setting_get_member(m, "rank_memory_mb"), &t->memory_file,
+                   &t->memory_line);
 }
 
 static void parse_data(struct cfg *c, const config_setting_t *root, struct train_spec *t)
@@ -146,7 +152,8 @@ static void parse_balance(struct cfg *c, const config_setting_t *p, struct train
 
 static void parse_pipeline(struct cfg *c, const config_setting_t *root, struct train_spec *t)
 {
-    static const char *const keys[] = {"stages", "balance", "chunks", "checkpoint", "schedule", NULL};
+    static const char *const keys[] = {"stages",   "balance",        "chunks", "checkpoint",
+                                       "schedule", "ranks_per_stage", "block",  NULL};
     static const char *const modes[] = {"always", "except_last", "never", NULL};
     static const char *const scheds[] = {"gpipe", "1f1b", NULL};
     const config_setting_t *p = cfg_section(c, root, "pipeline", "{ stages = N; chunks = M; }");
@@ -155,6 +162,8 @@ static void parse_pipeline(struct cfg *c, const config_setting_t *root, struct t
     t->chunks = 1;
     t->recompute = RECOMPUTE_EXCEPT_LAST;
     t->schedule = SCHEDULE_GPIPE;
+    t->ranks_per_stage = 1;
+    t->block = 64;
     if (p) {
         cfg_keys(c, p, "pipeline", keys);
         int before = c->errors;
@@ -165,6 +174,8 @@ static void parse_pipeline(struct cfg *c, const config_setting_t *root, struct t
                                                   "pipeline.checkpoint");
         t->schedule = (enum schedule)cfg_choice(c, p, "schedule", scheds, SCHEDULE_GPIPE,
                                                 "pipeline.schedule");
+        t->ranks_per_stage = cfg_int(c, p, "ranks_per_stage", false, 1, 1, 1 << 10);
+        t->block = cfg_int(c, p, "block", false, 64, 1, 1 << 16);
     }
     if (t->n_layers && t->stages > t->n_layers) {
         cfg_err(c, config_setting_get_member(p, "stages"),

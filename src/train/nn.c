@@ -77,6 +77,23 @@ void nn_backward(enum dtype dt, int64_t n, int64_t in, int64_t out, const void *
     if (dx) nn_backward_input(dt, n, in, out, W, dy, dx);
 }
 
+void nn_bias_act(enum dtype dt, int64_t n, int64_t out, const void *b, enum act a, void *y)
+{
+    if (dt == DT_F64)
+        bias_act_f64(n, out, b, a, y);
+    else
+        bias_act_f32(n, out, b, a, y);
+}
+
+void nn_dact_bias(enum dtype dt, int64_t n, int64_t out, const void *y, enum act a, void *dy,
+                  void *db, bool accumulate)
+{
+    if (dt == DT_F64)
+        dact_bias_f64(n, out, y, a, dy, db, accumulate);
+    else
+        dact_bias_f32(n, out, y, a, dy, db, accumulate);
+}
+
 double nn_loss(enum dtype dt, enum loss l, int64_t n, int64_t k, const void *z,
                const int32_t *labels, const void *targets, int64_t batch, void *dz,
                int64_t *correct)

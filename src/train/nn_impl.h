@@ -66,6 +66,22 @@ static void F(backward_params)(int64_t n, int64_t in, int64_t out, const REAL *x
         for (int64_t j = 0; j < out; j++) db[j] += dy[i * out + j];
 }
 
+static void F(bias_act)(int64_t n, int64_t out, const REAL *b, enum act a, REAL *y)
+{
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < out; j++) y[i * out + j] += b[j];
+    F(activate)(a, y, n * out);
+}
+
+static void F(dact_bias)(int64_t n, int64_t out, const REAL *y, enum act a, REAL *dy, REAL *db,
+                         bool accumulate)
+{
+    F(dact)(a, y, dy, n * out);
+    if (!accumulate) memset(db, 0, (size_t)out * sizeof(REAL));
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < out; j++) db[j] += dy[i * out + j];
+}
+
 static void F(backward_input)(int64_t n, int64_t in, int64_t out, const REAL *W, const REAL *dy,
                               REAL *dx)
 {

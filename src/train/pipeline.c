@@ -11,6 +11,11 @@
  * checkpointed micro-batch keeps only its stage input (and output) from
  * the forward pass, and its backward recomputes the layers in between.
  *
+ * A stage on T ranks (grid.c) computes its layers on a grid: activations
+ * and gradients arrive and leave whole on member 0, which scatters them
+ * onto the grid and gathers them back (the members' "local" tensors
+ * below); with T = 1 the local tensors are the whole ones.
+ *
  * Messages: every receive a step needs is posted when it starts, sends are
  * non-blocking, so transfers overlap compute and no order of arrivals can
  * deadlock.  The step's last backward hands each layer's finished gradient
@@ -35,7 +40,9 @@ struct mb {
     struct tensor out;  /* stage output (sent on, or the logits) */
     struct tensor gin;  /* gradient with respect to out (received, or from the loss) */
     struct tensor gout; /* gradient with respect to in (sent back) */
-    struct tensor *act; /* outputs of the stage's inner layers, if kept */
+    struct tensor *act; /* outputs of the stage's inner layers, if kept (local) */
+    /* T > 1: this member's rows of in, out, gin and gout */
+    struct tensor lin, lout, lgin, lgout;
 };
 
 struct pipe_bufs {
@@ -83,6 +90,10 @@ void pipe_destroy(struct trainer *t)
         tensor_free(&b->out);
         tensor_free(&b->gin);
         tensor_free(&b->gout);
+        tensor_free(&b->lin);
+        tensor_free(&b->lout);
+        tensor_free(&b->lgin);
+        tensor_free(&b->lgout);
         for (int j = 0; b->act && j <= n_local(t); j++) tensor_free(&b->act[j]);
         free(b->act);
     }
@@ -121,27 +132,105 @@ static void *row(const struct trainer *t, const struct tensor *x, int64_t r, int
     return (char *)x->data + (size_t)(r * cols) * t->esz;
 }
 
+/* Does this rank talk to the neighbouring stages (member 0)? */
+static bool talks(const struct trainer *t) { return t->pipe != MPI_COMM_NULL; }
+
+/* This member's part of a whole micro-batch tensor (the whole one, T = 1). */
+static struct tensor *local(const struct trainer *t, struct tensor *whole, struct tensor *part)
+{
+    return grid_split(t) ? part : whole;
+}
+
+/* The first stage's input: a view of the batch rows on member 0, no copy. */
+static void view_input(struct trainer *t, struct batch *bt, struct mb *b)
+{
+    if (!t->first || !talks(t)) return;
+    b->in = (struct tensor){.dtype = t->dt, .shape = {.ndim = 2, .d = {b->n, dim(t, 0)}},
+                            .data = row(t, &bt->x, b->off, dim(t, 0))};
+}
+
+static void unview_input(struct trainer *t, struct mb *b)
+{
+    if (t->first && talks(t)) b->in = (struct tensor){0}; /* the view is not ours to free */
+}
+
+/* Whole (member 0) to local, with T > 1. */
+static int scatter(struct trainer *t, int64_t n, int64_t d, struct tensor *whole,
+                   struct tensor *part)
+{
+    int rc = 0;
+    if (!grid_split(t)) return 0;
+    CAIRN_CHECK(shape2(part, t->dt, grid_rows(t, n), d));
+    CAIRN_CHECK(grid_scatter(t, n, d, talks(t) ? whole->data : NULL, part->data));
+cleanup:
+    return rc;
+}
+
+/* Local to whole (member 0), with T > 1. */
+static int gather(struct trainer *t, int64_t n, int64_t d, struct tensor *part,
+                  struct tensor *whole)
+{
+    int rc = 0;
+    if (!grid_split(t)) return 0;
+    if (talks(t)) CAIRN_CHECK(shape2(whole, t->dt, n, d));
+    CAIRN_CHECK(grid_gather(t, n, d, part->data, talks(t) ? whole->data : NULL));
+cleanup:
+    return rc;
+}
+
+/* ---- one layer, on one rank or on the stage's grid ---------------------------- */
+
+static int layer_forward(struct trainer *t, int j, int64_t n, const void *x, void *y)
+{
+    int l = t->l0 + j;
+    enum act a = t->spec->layers[l].act;
+    if (grid_split(t))
+        return grid_forward(t, n, dim(t, j), dim(t, j + 1), x, t->W[l].data, t->b[l].data, a, y);
+    nn_forward(t->dt, n, dim(t, j), dim(t, j + 1), x, t->W[l].data, t->b[l].data, a, y);
+    return 0;
+}
+
+static int layer_backward_params(struct trainer *t, int j, int64_t n, const void *x,
+                                 const void *y, void *dy, bool accumulate)
+{
+    int l = t->l0 + j;
+    enum act a = t->spec->layers[l].act;
+    if (grid_split(t))
+        return grid_backward_params(t, n, dim(t, j), dim(t, j + 1), x, y, a, dy, t->dW[l].data,
+                                    t->db[l].data, accumulate);
+    nn_backward_params(t->dt, n, dim(t, j), dim(t, j + 1), x, y, a, dy, t->dW[l].data,
+                       t->db[l].data, accumulate);
+    return 0;
+}
+
+static int layer_backward_input(struct trainer *t, int j, int64_t n, const void *dy, void *dx)
+{
+    int l = t->l0 + j;
+    if (grid_split(t))
+        return grid_backward_input(t, n, dim(t, j), dim(t, j + 1), t->W[l].data, dy, dx);
+    nn_backward_input(t->dt, n, dim(t, j), dim(t, j + 1), t->W[l].data, dy, dx);
+    return 0;
+}
+
 /* Inner activation j (1 .. L-1) of micro-batch i: kept, or recomputed into scratch. */
 static struct tensor *inner(struct trainer *t, int i, int j, bool kept)
 {
     return kept ? &t->bufs->mb[i].act[j] : &t->bufs->scratch[j];
 }
 
-/* Forward through the stage's first `upto` layers from b->in; inner
- * activations go to kept or scratch storage, the last layer's into b->out.
- * Recomputation passes upto = L - 1: b->out is never rewritten, because
- * its send may still be in flight. */
+/* Forward through the stage's first `upto` layers from its (local) input;
+ * inner activations go to kept or scratch storage, the last layer's into
+ * the (local) output.  Recomputation passes upto = L - 1: the output is
+ * never rewritten, because its send may still be in flight. */
 static int forward(struct trainer *t, int i, bool kept, int upto)
 {
     int rc = 0, L = n_local(t);
     struct mb *b = &t->bufs->mb[i];
-    const void *x = b->in.data;
+    const void *x = local(t, &b->in, &b->lin)->data;
     for (int j = 0; j < upto; j++) {
-        struct tensor *y = j == L - 1 ? &b->out : inner(t, i, j + 1, kept);
-        CAIRN_CHECK(shape2(y, t->dt, b->n, dim(t, j + 1)));
-        int l = t->l0 + j;
-        nn_forward(t->dt, b->n, dim(t, j), dim(t, j + 1), x, t->W[l].data, t->b[l].data,
-                   t->spec->layers[l].act, y->data);
+        struct tensor *y = j == L - 1 ? local(t, &b->out, &b->lout) : inner(t, i, j + 1, kept);
+        CAIRN_CHECK(shape2(y, t->dt, grid_rows(t, b->n), dim(t, j + 1)));
+        CAIRN_CHECK(layer_forward(t, j, b->n, x, y->data));
         x = y->data;
     }
 cleanup:
@@ -157,7 +246,7 @@ static int post_receives(struct trainer *t)
     for (int i = 0; i < p->m; i++) {
         struct mb *b = &p->mb[i];
         p->rin[i] = p->rg[i] = p->sout[i] = p->sg[i] = MPI_REQUEST_NULL;
-        if (b->n == 0) continue;
+        if (b->n == 0 || !talks(t)) continue;
         MPI_Datatype real = coll_type(t->dt);
         if (!t->first) {
             CAIRN_CHECK(shape2(&b->in, t->dt, b->n, dim(t, 0)));
@@ -183,33 +272,40 @@ static int finish(struct trainer *t)
 
 /* ---- the two halves of a micro-batch --------------------------------------------- */
 
-static int do_forward(struct trainer *t, struct batch *bt, int i)
+/* The last stage's loss on member 0, and its gradient onto the grid. */
+static int loss(struct trainer *t, struct batch *bt, struct mb *b)
 {
     int rc = 0;
-    struct pipe_bufs *p = t->bufs;
-    struct mb *b = &p->mb[i];
-    MPI_Datatype real = coll_type(t->dt);
-    if (t->first) { /* a view of the batch rows: no copy */
-        tensor_free(&b->in);
-        b->in = (struct tensor){.dtype = t->dt, .shape = {.ndim = 2, .d = {b->n, dim(t, 0)}},
-                                .data = row(t, &bt->x, b->off, dim(t, 0))};
-    } else {
-        CAIRN_CHECK(coll_wait(1, &p->rin[i]));
-    }
-    CAIRN_CHECK(forward(t, i, keeps(t, i), n_local(t)));
-    if (!t->last) {
-        CAIRN_CHECK_MPI(MPI_Isend(b->out.data, (int)tensor_numel(&b->out), real, t->stage + 1,
-                                  2 * i, t->pipe, &p->sout[i]));
-    } else {
-        int64_t correct, k = dim(t, n_local(t));
+    int64_t correct, k = dim(t, n_local(t));
+    if (talks(t)) {
         CAIRN_CHECK(shape2(&b->gin, t->dt, b->n, k));
         const int32_t *labels = t->k_targets ? NULL : (const int32_t *)bt->y.data + b->off;
         const void *targets = t->k_targets ? row(t, &bt->y, b->off, k) : NULL;
         t->loss_sum += nn_loss(t->dt, t->spec->loss, b->n, k, b->out.data, labels, targets,
                                bt->global, b->gin.data, &correct);
     }
+    CAIRN_CHECK(scatter(t, b->n, k, &b->gin, &b->lgin));
 cleanup:
-    if (t->first) b->in = (struct tensor){0}; /* the view is not ours to free */
+    return rc;
+}
+
+static int do_forward(struct trainer *t, struct batch *bt, int i)
+{
+    int rc = 0, L = n_local(t);
+    struct pipe_bufs *p = t->bufs;
+    struct mb *b = &p->mb[i];
+    MPI_Datatype real = coll_type(t->dt);
+    view_input(t, bt, b);
+    if (!t->first) CAIRN_CHECK(coll_wait(1, &p->rin[i]));
+    CAIRN_CHECK(scatter(t, b->n, dim(t, 0), &b->in, &b->lin));
+    CAIRN_CHECK(forward(t, i, keeps(t, i), L));
+    CAIRN_CHECK(gather(t, b->n, dim(t, L), &b->lout, &b->out));
+    if (!t->last && talks(t))
+        CAIRN_CHECK_MPI(MPI_Isend(b->out.data, (int)tensor_numel(&b->out), real, t->stage + 1,
+                                  2 * i, t->pipe, &p->sout[i]));
+    if (t->last) CAIRN_CHECK(loss(t, bt, b));
+cleanup:
+    unview_input(t, b);
     return rc;
 }
 
@@ -223,36 +319,37 @@ static int do_backward(struct trainer *t, struct batch *bt, int i, bool first_of
     struct pipe_bufs *p = t->bufs;
     struct mb *b = &p->mb[i];
     bool kept = keeps(t, i);
+    int64_t n = b->n, nl = grid_rows(t, n);
     MPI_Datatype real = coll_type(t->dt);
-    if (t->first)
-        b->in = (struct tensor){.dtype = t->dt, .shape = {.ndim = 2, .d = {b->n, dim(t, 0)}},
-                                .data = row(t, &bt->x, b->off, dim(t, 0))};
+    view_input(t, bt, b);
     if (!kept && L > 1) CAIRN_CHECK(forward(t, i, false, L - 1)); /* recompute the inner layers */
-    if (!t->last) CAIRN_CHECK(coll_wait(1, &p->rg[i]));
-    struct tensor *g = &b->gin;
+    if (!t->last) {
+        CAIRN_CHECK(coll_wait(1, &p->rg[i]));
+        CAIRN_CHECK(scatter(t, n, dim(t, L), &b->gin, &b->lgin));
+    }
+    struct tensor *g = local(t, &b->gin, &b->lgin);
     for (int j = L - 1; j >= 0; j--) {
         int l = t->l0 + j;
-        const struct tensor *x = j == 0 ? &b->in : inner(t, i, j, kept);
-        const struct tensor *y = j == L - 1 ? &b->out : inner(t, i, j + 1, kept);
+        const struct tensor *x = j == 0 ? local(t, &b->in, &b->lin) : inner(t, i, j, kept);
+        const struct tensor *y = j == L - 1 ? local(t, &b->out, &b->lout) : inner(t, i, j + 1, kept);
         struct tensor *dx = NULL;
         if (j > 0) dx = &p->g[j % 2];
-        else if (!t->first) dx = &b->gout;
-        if (dx) CAIRN_CHECK(shape2(dx, t->dt, b->n, dim(t, j)));
-        nn_backward_params(t->dt, b->n, dim(t, j), dim(t, j + 1), x->data, y->data,
-                           t->spec->layers[l].act, g->data, t->dW[l].data, t->db[l].data,
-                           !first_of_step);
+        else if (!t->first) dx = local(t, &b->gout, &b->lgout);
+        if (dx) CAIRN_CHECK(shape2(dx, t->dt, nl, dim(t, j)));
+        CAIRN_CHECK(layer_backward_params(t, j, n, x->data, y->data, g->data, !first_of_step));
         /* the shards update this layer while the input gradient is computed */
         if (last_of_step) CAIRN_CHECK(ps_push_layer(t, l));
-        if (dx)
-            nn_backward_input(t->dt, b->n, dim(t, j), dim(t, j + 1), t->W[l].data, g->data,
-                              dx->data);
+        if (dx) CAIRN_CHECK(layer_backward_input(t, j, n, g->data, dx->data));
         g = dx;
     }
-    if (!t->first)
-        CAIRN_CHECK_MPI(MPI_Isend(b->gout.data, (int)tensor_numel(&b->gout), real, t->stage - 1,
-                                  2 * i + 1, t->pipe, &p->sg[i]));
+    if (!t->first) {
+        CAIRN_CHECK(gather(t, n, dim(t, 0), &b->lgout, &b->gout));
+        if (talks(t))
+            CAIRN_CHECK_MPI(MPI_Isend(b->gout.data, (int)tensor_numel(&b->gout), real,
+                                      t->stage - 1, 2 * i + 1, t->pipe, &p->sg[i]));
+    }
 cleanup:
-    if (t->first) b->in = (struct tensor){0};
+    unview_input(t, b);
     return rc;
 }
 
@@ -302,7 +399,7 @@ cleanup:
 }
 
 /* Forward only, the whole batch as one piece, for evaluation. */
-int pipe_eval(struct trainer *t, struct batch *bt, double *loss, int64_t *correct)
+int pipe_eval(struct trainer *t, struct batch *bt, double *loss_sum, int64_t *correct)
 {
     int rc = 0, L = n_local(t);
     struct mb *b = &t->bufs->mb[0];
@@ -310,17 +407,18 @@ int pipe_eval(struct trainer *t, struct batch *bt, double *loss, int64_t *correc
     b->n = bt->n;
     b->off = 0;
     if (bt->n == 0) return 0;
-    if (t->first) {
-        b->in = (struct tensor){.dtype = t->dt, .shape = {.ndim = 2, .d = {b->n, dim(t, 0)}},
-                                .data = bt->x.data};
-    } else {
+    view_input(t, bt, b);
+    if (!t->first && talks(t)) {
         MPI_Request r;
         CAIRN_CHECK(shape2(&b->in, t->dt, b->n, dim(t, 0)));
         CAIRN_CHECK_MPI(MPI_Irecv(b->in.data, (int)(b->n * dim(t, 0)), real, t->stage - 1, 0,
                                   t->pipe, &r));
         CAIRN_CHECK(coll_wait(1, &r));
     }
+    CAIRN_CHECK(scatter(t, b->n, dim(t, 0), &b->in, &b->lin));
     CAIRN_CHECK(forward(t, 0, false, L));
+    CAIRN_CHECK(gather(t, b->n, dim(t, L), &b->lout, &b->out));
+    if (!talks(t)) goto cleanup;
     if (!t->last) {
         MPI_Request r;
         CAIRN_CHECK_MPI(MPI_Isend(b->out.data, (int)tensor_numel(&b->out), real, t->stage + 1, 0,
@@ -329,11 +427,11 @@ int pipe_eval(struct trainer *t, struct batch *bt, double *loss, int64_t *correc
     } else {
         int64_t k = dim(t, L), c = 0;
         const int32_t *labels = t->k_targets ? NULL : (const int32_t *)bt->y.data;
-        *loss += nn_loss(t->dt, t->spec->loss, b->n, k, b->out.data, labels,
-                         t->k_targets ? bt->y.data : NULL, bt->global, NULL, &c);
+        *loss_sum += nn_loss(t->dt, t->spec->loss, b->n, k, b->out.data, labels,
+                             t->k_targets ? bt->y.data : NULL, bt->global, NULL, &c);
         *correct += c;
     }
 cleanup:
-    if (t->first) b->in = (struct tensor){0};
+    unview_input(t, b);
     return rc;
 }

@@ -2,7 +2,10 @@
  *
  * Parameter k is layer k/2's W ([inputs, units]) for even k and its b
  * ([units]) for odd k.  PS shard p holds rows [p*B, (p+1)*B) of each, with
- * B = ceil(rows / P) (block_range), plus its optimizer state.
+ * B = ceil(rows / P) (block_range), plus its optimizer state.  A stage on
+ * T ranks (grid.c) holds each W block-cyclically: each member sends and
+ * receives its own rows of each shard's block; b goes to every member, and
+ * its gradient, summed over the members, comes from member 0.
  *
  * A step, streamed so that the shards' work overlaps the stages':
  *  - each stage sends a layer's gradient blocks to the shards as soon as
@@ -57,10 +60,60 @@ static int stage_of_layer(const struct trainer *t, int l)
     return s;
 }
 
-int stage_rank(const struct trainer *t, int replica, int stage)
+int stage_rank(const struct trainer *t, int replica, int stage, int member)
 {
-    return t->rt->plan->groups[t->tp->stage_group[stage]].first + replica;
+    int T = t->tp->ranks_per_stage;
+    return t->rt->plan->groups[t->tp->stage_group[stage]].first + replica * T + member;
 }
+
+/* How many rows of [lo, hi) member j of a stage holds of parameter k (all
+ * of a b; its block-cyclic rows of a W), and the local index of the first. */
+static int64_t member_rows(const struct trainer *t, int k, int j, int64_t lo, int64_t hi,
+                           int64_t *first)
+{
+    int64_t nb = t->tp->block, T = t->tp->ranks_per_stage;
+    if (k % 2) {
+        *first = lo;
+        return hi - lo;
+    }
+    *first = cyclic_owned(lo, nb, T, j);
+    return cyclic_owned(hi, nb, T, j) - *first;
+}
+
+/* Shard side: member j's rows of my block [lo, hi) of parameter k, as a
+ * datatype over the block (runs of whole rows).  *type is MPI_DATATYPE_NULL
+ * if it holds none; the caller frees it once the transfer is posted. */
+static int member_type(const struct trainer *t, int k, int j, int64_t lo, int64_t hi,
+                       MPI_Datatype *type)
+{
+    int rc = 0, n = 0, *len = NULL, *at = NULL;
+    int64_t first, cols = param_cols(t, k), nb = t->tp->block, T = t->tp->ranks_per_stage;
+    *type = MPI_DATATYPE_NULL;
+    if (member_rows(t, k, j, lo, hi, &first) == 0) return 0;
+    int64_t runs = k % 2 || T == 1 ? 1 : (hi - lo) / nb + 2;
+    len = malloc((size_t)runs * sizeof *len);
+    at = malloc((size_t)runs * sizeof *at);
+    CAIRN_CHECK_ALLOC(len && at ? len : NULL);
+    if (k % 2 || T == 1) {
+        len[n] = (int)((hi - lo) * cols), at[n++] = 0;
+    } else {
+        for (int64_t b0 = lo / nb * nb; b0 < hi; b0 += nb) {
+            int64_t a = b0 > lo ? b0 : lo, z = b0 + nb < hi ? b0 + nb : hi;
+            if ((b0 / nb) % T != j) continue;
+            len[n] = (int)((z - a) * cols), at[n++] = (int)((a - lo) * cols);
+        }
+    }
+    CAIRN_CHECK_MPI(MPI_Type_indexed(n, len, at, coll_type(t->dt), type));
+    CAIRN_CHECK_MPI(MPI_Type_commit(type));
+cleanup:
+    free(len);
+    free(at);
+    return rc;
+}
+
+/* Does member j send or receive parameter k's rows at all? b's gradient
+ * comes from member 0 only. */
+static bool member_sends_grad(int k, int j) { return k % 2 == 0 || j == 0; }
 
 int ps_rank_of_shard(const struct trainer *t, int p)
 {
@@ -72,7 +125,7 @@ int ps_rank_of_shard(const struct trainer *t, int p)
 int ps_create(struct trainer *t)
 {
     int rc = 0, K = 2 * t->tp->n_layers, P = t->tp->shards, R = t->tp->replicas;
-    size_t n = t->role == ROLE_PS ? (size_t)(K * R) : (size_t)(K * P);
+    size_t n = t->role == ROLE_PS ? (size_t)(K * R * t->tp->ranks_per_stage) : (size_t)(K * P);
     t->pending = true; /* the first step receives the parameters as they are */
     t->pushed = calloc((size_t)t->tp->n_layers + 1, sizeof *t->pushed);
     t->push_req = calloc(n + 1, sizeof *t->push_req);
@@ -99,11 +152,11 @@ int ps_pull(struct trainer *t)
         struct tensor *v = k % 2 ? &t->b[k / 2] : &t->W[k / 2];
         int64_t cols = param_cols(t, k);
         for (int p = 0; p < P; p++) {
-            int64_t lo, hi;
+            int64_t lo, hi, first, rows;
             param_block(t, k, p, &lo, &hi);
-            if (hi == lo) continue;
-            CAIRN_CHECK_MPI(MPI_Irecv((char *)v->data + (size_t)(lo * cols) * t->esz,
-                                      (int)((hi - lo) * cols), coll_type(t->dt), ps_rank_of_shard(t, p),
+            if ((rows = member_rows(t, k, t->member, lo, hi, &first)) == 0) continue;
+            CAIRN_CHECK_MPI(MPI_Irecv((char *)v->data + (size_t)(first * cols) * t->esz,
+                                      (int)(rows * cols), coll_type(t->dt), ps_rank_of_shard(t, p),
                                       TAG_PARAM + k, t->train, &t->push_req[n++]));
         }
     }
@@ -113,18 +166,33 @@ cleanup:
     return rc;
 }
 
+/* A stage on T ranks: the members' parts of db, summed onto member 0. */
+static int sum_db(struct trainer *t, int l)
+{
+    if (t->T == 1) return 0;
+    int rc = 0;
+    void *db = t->db[l].data;
+    int n = (int)tensor_numel(&t->db[l]);
+    CAIRN_CHECK_MPI(MPI_Reduce(t->member ? db : MPI_IN_PLACE, t->member ? NULL : db, n,
+                               coll_type(t->dt), MPI_SUM, 0, t->members));
+cleanup:
+    return rc;
+}
+
 int ps_push_layer(struct trainer *t, int l)
 {
     int rc = 0, P = t->tp->shards;
+    CAIRN_CHECK(sum_db(t, l));
     for (int k = 2 * l; k < 2 * l + 2; k++) {
         struct tensor *g = k % 2 ? &t->db[l] : &t->dW[l];
         int64_t cols = param_cols(t, k);
+        if (!member_sends_grad(k, t->member)) continue;
         for (int p = 0; p < P; p++) {
-            int64_t lo, hi;
+            int64_t lo, hi, first, rows;
             param_block(t, k, p, &lo, &hi);
-            if (hi == lo) continue;
-            CAIRN_CHECK_MPI(MPI_Isend((char *)g->data + (size_t)(lo * cols) * t->esz,
-                                      (int)((hi - lo) * cols), coll_type(t->dt), ps_rank_of_shard(t, p),
+            if ((rows = member_rows(t, k, t->member, lo, hi, &first)) == 0) continue;
+            CAIRN_CHECK_MPI(MPI_Isend((char *)g->data + (size_t)(first * cols) * t->esz,
+                                      (int)(rows * cols), coll_type(t->dt), ps_rank_of_shard(t, p),
                                       TAG_GRAD + k, t->train, &t->push_req[t->n_push++]));
         }
     }
@@ -152,16 +220,25 @@ cleanup:
 
 static int n_params(const struct trainer *t) { return 2 * t->tp->n_layers; }
 
-/* Send my rows of parameter k (in v) to every replica's stage holding it. */
+/* Send my rows of parameter k (in v) to every replica's stage holding it,
+ * each member its own. */
 static int publish_one(struct trainer *t, int k, const struct tensor *v)
 {
-    int rc = 0;
+    int rc = 0, s = stage_of_layer(t, k / 2);
+    int64_t lo, hi;
+    MPI_Datatype type = MPI_DATATYPE_NULL;
     if (tensor_numel(v) == 0) return 0;
-    for (int r = 0; r < t->tp->replicas; r++)
-        CAIRN_CHECK_MPI(MPI_Isend(v->data, (int)tensor_numel(v), coll_type(t->dt),
-                                  stage_rank(t, r, stage_of_layer(t, k / 2)), TAG_PARAM + k,
-                                  t->train, &t->pub_req[t->n_pub++]));
+    param_block(t, k, t->shard, &lo, &hi);
+    for (int j = 0; j < t->tp->ranks_per_stage; j++) {
+        CAIRN_CHECK(member_type(t, k, j, lo, hi, &type));
+        if (type == MPI_DATATYPE_NULL) continue;
+        for (int r = 0; r < t->tp->replicas; r++)
+            CAIRN_CHECK_MPI(MPI_Isend(v->data, 1, type, stage_rank(t, r, s, j), TAG_PARAM + k,
+                                      t->train, &t->pub_req[t->n_pub++]));
+        MPI_Type_free(&type);
+    }
 cleanup:
+    if (type != MPI_DATATYPE_NULL) MPI_Type_free(&type);
     return rc;
 }
 
@@ -182,26 +259,36 @@ cleanup:
     return rc;
 }
 
-/* Post a receive for every replica's blocks of every parameter I hold rows
- * of; req[k * R + r] (MPI_REQUEST_NULL where I hold none). */
-static int post_grads(struct trainer *t, MPI_Request *req)
+/* Post a receive for every replica's (every member's) part of every
+ * parameter I hold rows of: req[(k * R + r) * T + j] (MPI_REQUEST_NULL
+ * where none comes); left[k]: how many will come. */
+static int post_grads(struct trainer *t, MPI_Request *req, int *left)
 {
-    int rc = 0, R = t->tp->replicas, K = n_params(t);
+    int rc = 0, R = t->tp->replicas, K = n_params(t), T = t->tp->ranks_per_stage;
+    MPI_Datatype type = MPI_DATATYPE_NULL;
     for (int k = 0; k < K; k++) {
         int64_t lo, hi;
         param_block(t, k, t->shard, &lo, &hi);
+        left[k] = 0;
         for (int r = 0; r < R; r++) {
-            req[k * R + r] = MPI_REQUEST_NULL;
-            if (hi == lo) continue;
             struct tensor *g = &t->grads[r * K + k];
             struct shape s = {.ndim = 1, .d = {(hi - lo) * param_cols(t, k)}};
             CAIRN_CHECK(tensor_resize(g, t->dt, &s));
-            CAIRN_CHECK_MPI(MPI_Irecv(g->data, (int)s.d[0], coll_type(t->dt),
-                                      stage_rank(t, r, stage_of_layer(t, k / 2)), TAG_GRAD + k,
-                                      t->train, &req[k * R + r]));
+            for (int j = 0; j < T; j++) {
+                MPI_Request *q = &req[(k * R + r) * T + j];
+                *q = MPI_REQUEST_NULL;
+                if (hi == lo || !member_sends_grad(k, j)) continue;
+                CAIRN_CHECK(member_type(t, k, j, lo, hi, &type));
+                if (type == MPI_DATATYPE_NULL) continue;
+                CAIRN_CHECK_MPI(MPI_Irecv(g->data, 1, type, stage_rank(t, r, stage_of_layer(t, k / 2), j),
+                                          TAG_GRAD + k, t->train, q));
+                MPI_Type_free(&type);
+                left[k]++;
+            }
         }
     }
 cleanup:
+    if (type != MPI_DATATYPE_NULL) MPI_Type_free(&type);
     return rc;
 }
 
@@ -284,7 +371,7 @@ static int finish_param(struct trainer *t, struct op_call *c, const struct opt_a
  * spinning a core while waiting (see wait_all). */
 static int stream_updates(struct trainer *t, struct op_call *c, MPI_Request *req, int *left)
 {
-    int rc = 0, R = t->tp->replicas, K = n_params(t), n = K * R, todo = 0;
+    int rc = 0, RT = t->tp->replicas * t->tp->ranks_per_stage, K = n_params(t), n = K * RT, todo = 0;
     int *idx = malloc((size_t)n * sizeof *idx), got;
     CAIRN_CHECK_ALLOC(idx);
     struct opt_args a = opt_args(t, c);
@@ -295,7 +382,7 @@ static int stream_updates(struct trainer *t, struct op_call *c, MPI_Request *req
     for (long spins = 0; todo > 0; spins++) {
         CAIRN_CHECK_MPI(MPI_Testsome(n, req, &got, idx, MPI_STATUSES_IGNORE));
         for (int i = 0; got != MPI_UNDEFINED && i < got; i++) {
-            int k = idx[i] / R;
+            int k = idx[i] / RT;
             if (--left[k] > 0) continue;
             CAIRN_CHECK(finish_param(t, c, &a, k));
             todo--;
@@ -311,18 +398,13 @@ cleanup:
 int train_op_ps_step(struct op_call *c)
 {
     struct trainer *t = c->state;
-    int rc = 0, K = n_params(t), R = t->tp->replicas;
-    MPI_Request *req = malloc((size_t)(K * R + 1) * sizeof *req);
+    int rc = 0, K = n_params(t), RT = t->tp->replicas * t->tp->ranks_per_stage;
+    MPI_Request *req = malloc((size_t)(K * RT + 1) * sizeof *req);
     int *left = calloc((size_t)K + 1, sizeof *left);
     CAIRN_CHECK_ALLOC(req && left ? req : NULL);
     CAIRN_CHECK(publication_done(t));
     if (!t->published) CAIRN_CHECK(publish_all(t, c->in));
-    CAIRN_CHECK(post_grads(t, req));
-    for (int k = 0; k < K; k++) {
-        int64_t lo, hi;
-        param_block(t, k, t->shard, &lo, &hi);
-        left[k] = hi > lo ? R : 0;
-    }
+    CAIRN_CHECK(post_grads(t, req, left));
     CAIRN_CHECK(publication_done(t)); /* the stages took it before they computed */
     CAIRN_CHECK(stream_updates(t, c, req, left));
     if (t->spec->debug_grads && !t->grads_dumped) CAIRN_CHECK(dump_grads(t));
@@ -393,7 +475,7 @@ static int dump_grads(struct trainer *t)
     h5_quiet();
     fapl = H5Pcreate(H5P_FILE_ACCESS);
     CAIRN_CHECK_H5(fapl);
-    CAIRN_CHECK_H5(H5Pset_fapl_mpio(fapl, t->stagecomm, MPI_INFO_NULL));
+    CAIRN_CHECK_H5(H5Pset_fapl_mpio(fapl, t->group, MPI_INFO_NULL));
     f = h5_create_file(t->spec->debug_grads, fapl);
     if (f < 0) CAIRN_FAIL(CAIRN_EIO, "cannot create %s", t->spec->debug_grads);
     for (int k = 0; k < K; k++) {

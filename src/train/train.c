@@ -190,11 +190,13 @@ static void advance(const struct trainer *t, struct tensor *cursor, int64_t glob
     tensor_set_i64(cursor, 1, pos);
 }
 
-/* Features for the first stage, labels or targets for the last. */
+/* Features for the first stage, labels or targets for the last (on its
+ * member 0). */
 static int read_rows(struct trainer *t, const char *file, struct batch *b)
 {
     int rc = 0;
     struct reader_cache *rd = t->rt->readers;
+    if (t->member != 0) return 0; /* member 0 brings the stage's data */
     if (t->first)
         CAIRN_CHECK(reader_gather(rd, file, t->spec->features, b->idx, b->n, t->dt, &b->x));
     if (t->last)
@@ -222,8 +224,8 @@ static int alloc_params(struct trainer *t)
     t->dW = calloc((size_t)L, sizeof *t->dW);
     t->db = calloc((size_t)L, sizeof *t->db);
     CAIRN_CHECK_ALLOC(t->W && t->b && t->dW && t->db ? t->W : NULL);
-    for (int l = t->l0; l < t->l1; l++) {
-        struct shape w = {.ndim = 2, .d = {t->tp->dims[l], t->tp->dims[l + 1]}};
+    for (int l = t->l0; l < t->l1; l++) { /* this member's rows of W (grid.c) */
+        struct shape w = {.ndim = 2, .d = {grid_rows(t, t->tp->dims[l]), t->tp->dims[l + 1]}};
         struct shape v = {.ndim = 1, .d = {t->tp->dims[l + 1]}};
         CAIRN_CHECK(tensor_resize(&t->W[l], t->dt, &w));
         CAIRN_CHECK(tensor_resize(&t->dW[l], t->dt, &w));
@@ -247,13 +249,14 @@ static void assign_role(struct trainer *t)
         if (l->gid != tp->stage_group[s]) continue;
         t->role = ROLE_STAGE;
         t->stage = s;
-        t->replica = l->grank;
+        t->replica = l->grank / t->T;
+        t->member = l->grank % t->T;
         t->l0 = tp->first_layer[s];
         t->l1 = tp->first_layer[s + 1];
         t->first = s == 0;
         t->last = s == tp->stages - 1;
     }
-    t->stagecomm = l->gid >= 0 ? l->lanes[0] : MPI_COMM_NULL;
+    t->group = l->gid >= 0 ? l->lanes[0] : MPI_COMM_NULL;
 }
 
 static int setup_role(struct trainer *t)
@@ -261,8 +264,9 @@ static int setup_role(struct trainer *t)
     int rc = 0;
     if (t->role != ROLE_NONE) CAIRN_CHECK(ps_create(t));
     if (t->role == ROLE_STAGE) {
-        if (t->first || t->last) CAIRN_CHECK(open_data(t));
+        if ((t->first || t->last) && t->member == 0) CAIRN_CHECK(open_data(t));
         CAIRN_CHECK(alloc_params(t));
+        CAIRN_CHECK(grid_create(t));
         CAIRN_CHECK(pipe_create(t));
     } else if (t->role == ROLE_PS) {
         size_t n = (size_t)t->tp->replicas * 2 * (size_t)t->tp->n_layers;
@@ -282,12 +286,15 @@ int trainer_create(struct runtime *rt, const struct train_plan *tp, const MPI_Co
     t->rt = rt;
     t->tp = tp;
     t->pipe = comms[TRAIN_COMM_PIPE];
+    t->members = comms[TRAIN_COMM_STAGE];
+    t->T = tp->ranks_per_stage;
     t->train = comms[TRAIN_COMM_TRAIN];
     t->dl = comms[TRAIN_COMM_DL];
     t->spec = t->tp->spec;
     t->dt = t->spec->dtype;
     t->esz = dtype_size(t->dt);
     t->blacs_sys = t->ctx_all = t->ctx_ps = t->ctx_root = -1;
+    t->blacs_stage = t->ctx_grid = t->ctx_lead = -1;
     assign_role(t);
     /* output paths are checked at the door, not after the first step */
     rc = rt->layout->rank == 0 && t->spec->debug_grads ? fsx_probe_create(t->spec->debug_grads) : 0;
@@ -309,6 +316,7 @@ void trainer_destroy(struct trainer **tp)
     if (!tp || !*tp) return;
     struct trainer *t = *tp;
     dl_destroy(t);
+    grid_destroy(t);
     pipe_destroy(t);
     ps_destroy(t);
     for (int l = 0; t->W && l < t->tp->n_layers; l++) {
@@ -346,13 +354,15 @@ cleanup:
 /* ---- the ops ------------------------------------------------------------------------ */
 
 /* Combine per-replica sums on the last stage, adding them in replica order
- * (so every layout with the same replicas gives the same bits). */
+ * (so every layout with the same replicas gives the same bits); members
+ * other than 0 add zeros. */
 static int sum_replicas(struct trainer *t, double *v, int n)
 {
-    int rc = 0, R = t->tp->replicas;
+    int rc = 0, R = 0;
+    MPI_Comm_size(t->group, &R);
     double *all = malloc((size_t)(n * R) * sizeof *all);
     CAIRN_CHECK_ALLOC(all);
-    CAIRN_CHECK_MPI(MPI_Allgather(v, n, MPI_DOUBLE, all, n, MPI_DOUBLE, t->stagecomm));
+    CAIRN_CHECK_MPI(MPI_Allgather(v, n, MPI_DOUBLE, all, n, MPI_DOUBLE, t->group));
     for (int j = 0; j < n; j++) {
         v[j] = 0;
         for (int r = 0; r < R; r++) v[j] += all[r * n + j];

@@ -19,18 +19,24 @@ static bool has_stop(const void *spec)
     return t->stop_on_accuracy || t->stop_on_loss;
 }
 
-/* Pipeline: a replica's stages (colour: the replica); train: trainers and
- * shards; download: trainer 0 and the shards. */
+/* Pipeline: a replica's stages, through their first ranks (colour: the
+ * replica); stage: the T ranks of one stage of one replica (colour: the
+ * first one's world rank); train: trainers and shards; download: trainer 0
+ * and the shards. */
 static void comm_split(const void *part, int group, int group_rank, int world_rank, int i,
                        int *color, int *key)
 {
     const struct train_plan *tp = part;
     bool ps = group == tp->ps_group, trainer = group >= 0 && group < tp->stages;
+    int T = tp->ranks_per_stage, member = trainer ? group_rank % T : 0;
     *color = -1;
     *key = world_rank;
     switch (i) {
     case TRAIN_COMM_PIPE:
-        if (trainer) *color = group_rank, *key = group;
+        if (trainer && member == 0) *color = group_rank / T, *key = group;
+        break;
+    case TRAIN_COMM_STAGE:
+        if (trainer) *color = world_rank - member, *key = member;
         break;
     case TRAIN_COMM_TRAIN:
         if (trainer || ps) *color = 0;

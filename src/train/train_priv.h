@@ -1,6 +1,6 @@
-/* Private to the training modules (train.c, pipeline.c, ps.c, download.c):
- * one rank's training context.  A rank is a pipeline stage of one replica,
- * a PS shard, or neither. */
+/* Private to the training modules (train.c, pipeline.c, grid.c, ps.c,
+ * download.c): one rank's training context.  A rank is a member of a
+ * pipeline stage of one replica (T members each), a PS shard, or neither. */
 #ifndef CAIRN_TRAIN_PRIV_H
 #define CAIRN_TRAIN_PRIV_H
 
@@ -33,9 +33,12 @@ struct trainer {
     const struct train_spec *spec;
     enum role role;
     int stage, replica, shard; /* whichever the role has */
+    int member, T;             /* a stage's rank among its T (member 0 talks to the pipeline) */
     int l0, l1;                /* a stage's layers l0 .. l1-1 */
     bool first, last;          /* first / last stage */
-    MPI_Comm pipe, train, dl, stagecomm;
+    /* pipe: member 0 of each stage of the replica (MPI_COMM_NULL on other
+     * members); members: the stage's T ranks; group: this rank's plan group */
+    MPI_Comm pipe, members, train, dl, group;
     enum dtype dt;
     size_t esz; /* bytes per element */
     /* data (first and last stages) */
@@ -44,7 +47,8 @@ struct trainer {
     int64_t k_targets;                           /* 0: class labels, else target columns */
     int64_t steps_per_epoch;
     int64_t *perm, perm_pass; /* the current pass's sample order */
-    /* a stage's parameters and gradients, by layer (others empty) */
+    /* a stage's parameters and gradients, by layer (others empty); with
+     * T > 1, this member's block-cyclic rows of W and dW (grid.c) */
     struct tensor *W, *b, *dW, *db;
     /* pipeline work buffers */
     struct pipe_bufs *bufs;
@@ -61,6 +65,8 @@ struct trainer {
     int n_pub;
     /* download grids (BLACS contexts; -1 where not a member) */
     int blacs_sys, ctx_all, ctx_ps, ctx_root;
+    /* the stage's grids (T > 1): 1 x T, and 1 x 1 on member 0 */
+    int blacs_stage, ctx_grid, ctx_lead;
     /* statistics */
     double pipe_seconds; /* time in the pipeline schedule this epoch */
     int64_t samples;     /* trained on this epoch (world rank 0 counts) */
@@ -73,7 +79,8 @@ int64_t param_cols(const struct trainer *t, int k); /* W: units; b: 1 */
 /* Shard p's rows of parameter k: [lo, hi) (ScaLAPACK block layout). */
 void param_block(const struct trainer *t, int k, int p, int64_t *lo, int64_t *hi);
 int ps_rank_of_shard(const struct trainer *t, int p); /* in the train comm */
-int stage_rank(const struct trainer *t, int replica, int stage); /* in the train comm */
+/* A stage member's rank in the train comm. */
+int stage_rank(const struct trainer *t, int replica, int stage, int member);
 
 /* ---- the PS protocol (ps.c) ---- */
 int ps_create(struct trainer *t);
@@ -100,6 +107,25 @@ int pipe_step(struct trainer *t, struct batch *b);
 /* Forward only over an evaluation batch; the last stage adds the losses
  * and the correct predictions. */
 int pipe_eval(struct trainer *t, struct batch *b, double *loss, int64_t *correct);
+
+/* ---- a stage on T ranks (grid.c; with T = 1 no grid is made) ---- */
+bool grid_split(const struct trainer *t); /* T > 1 */
+/* This member's share of n rows (samples, or a W's rows): all with T = 1. */
+int64_t grid_rows(const struct trainer *t, int64_t n);
+int grid_create(struct trainer *t); /* collective on the members */
+void grid_destroy(struct trainer *t);
+/* Whole [n, d] on member 0 <-> this member's rows (collective on the members). */
+int grid_scatter(const struct trainer *t, int64_t n, int64_t d, const void *whole, void *local);
+int grid_gather(const struct trainer *t, int64_t n, int64_t d, const void *local, void *whole);
+/* nn.h's layer kernels on the grid: n is the global sample count, and every
+ * operand is this member's part. */
+int grid_forward(const struct trainer *t, int64_t n, int64_t in, int64_t out, const void *x,
+                 const void *W, const void *b, enum act a, void *y);
+int grid_backward_params(const struct trainer *t, int64_t n, int64_t in, int64_t out,
+                         const void *x, const void *y, enum act a, void *dy, void *dW, void *db,
+                         bool accumulate);
+int grid_backward_input(const struct trainer *t, int64_t n, int64_t in, int64_t out,
+                        const void *W, const void *dy, void *dx);
 
 /* ---- download (download.c) ---- */
 int dl_create(struct trainer *t);

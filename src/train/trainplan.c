@@ -2,8 +2,9 @@
  * become ordinary groups, tasks and ops (include/cairn/trainplan.h), so
  * `cairn print` shows them and `cairn check` analyzes them like any other.
  *
- *   groups   stage0 .. stage{S-1} (R ranks each: replica r of stage s is
- *            world rank s*R + r), then ps (P ranks)
+ *   groups   stage0 .. stage{S-1} (R*T ranks each: replica r of stage s
+ *            is world ranks (s*R + r)*T .. + T-1, a 1 x T BLACS grid),
+ *            then ps (P ranks)
  *   init     ps: the parameters and optimizer state, sharded by rows;
  *            each stage: a data cursor (pass, position)
  *   epoch    per step: each stage runs its part of the pipeline schedule
@@ -20,10 +21,12 @@
 #include "cairn/diag.h"
 #include "cairn/error.h"
 #include "cairn/model.h"
+#include "cairn/partition.h"
 #include "cairn/plan.h"
 #include "cairn/train_spec.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct tp {
@@ -116,35 +119,103 @@ static void state_operands(struct tp *x, struct op_node *op, bool as_in, bool as
 /* ---- groups ------------------------------------------------------------------ */
 
 /* Replicas and shards given as [MIN, MAX] take the ranks the job is given
- * beyond its minimum: replicas first (each adds one rank per stage), then
+ * beyond its minimum: replicas first (each adds T ranks per stage), then
  * shards.  Ranks still left stay spare. */
 static void fit(const struct plan *p, const struct train_spec *t, int *R, int *P)
 {
-    int64_t S = t->stages, left = p->nranks - S * t->replicas - t->shards;
+    int64_t ST = t->stages * t->ranks_per_stage, left = p->nranks - ST * t->replicas - t->shards;
     for (int i = 0; i < p->job->n_groups; i++) left -= p->job->groups[i].ranks;
     *R = (int)t->replicas;
     *P = (int)t->shards;
     if (p->nranks <= 0 || left <= 0) return;
-    int64_t more = t->replicas_max - t->replicas < left / S ? t->replicas_max - t->replicas : left / S;
+    int64_t more = t->replicas_max - t->replicas < left / ST ? t->replicas_max - t->replicas : left / ST;
     *R += (int)more;
-    left -= more * S;
+    left -= more * ST;
     *P += (int)(t->shards_max - t->shards < left ? t->shards_max - t->shards : left);
+}
+
+/* ---- the per-rank memory cap (model.rank_memory_mb) ---------------------------- */
+
+/* Bytes of W, dW, b and db that the first (largest) member of a stage of
+ * T ranks holds: its block-cyclic rows of each W. */
+static double stage_bytes(const struct train_spec *t, int s, int64_t T)
+{
+    int l0 = 0;
+    for (int i = 0; i < s; i++) l0 += (int)t->balance[i];
+    double n = 0;
+    for (int l = l0; l < l0 + t->balance[s]; l++) {
+        int64_t in = l ? t->layers[l - 1].units : t->inputs, out = t->layers[l].units;
+        n += 2.0 * (double)(cyclic_owned(in, t->block, T, 0) * out + out);
+    }
+    return n * (double)dtype_size(t->dtype);
+}
+
+/* Bytes the first (largest) PS shard holds: its rows of every parameter,
+ * the optimizer's state for them, and one gradient per replica. */
+static double shard_bytes(const struct train_spec *t, int R, int P)
+{
+    int states = t->opt == OPT_SGD ? 0 : t->opt == OPT_MOMENTUM ? 1 : 2;
+    double n = 0;
+    for (int l = 0; l < t->n_layers; l++) {
+        int64_t in = l ? t->layers[l - 1].units : t->inputs, out = t->layers[l].units, lo, hi;
+        block_range(in, P, 0, &lo, &hi);
+        n += (double)((hi - lo) * out);
+        block_range(out, P, 0, &lo, &hi);
+        n += (double)(hi - lo);
+    }
+    return n * (1.0 + states + R) * (double)dtype_size(t->dtype);
+}
+
+static int check_memory(const struct train_spec *t, int R, int P, struct diags *d)
+{
+    double cap = (double)t->rank_memory_mb * 1048576.0, mib = 1048576.0;
+    int errors = 0;
+    if (cap <= 0) return 0;
+    for (int s = 0; s < t->stages; s++) {
+        double need = stage_bytes(t, s, t->ranks_per_stage);
+        if (need <= cap) continue;
+        int64_t T = t->ranks_per_stage;
+        while (T < 1024 && stage_bytes(t, s, T) > cap) T++;
+        char hint[96] = ": no stage size fits it";
+        if (stage_bytes(t, s, T) <= cap)
+            snprintf(hint, sizeof hint, ": it fits with pipeline.ranks_per_stage = %lld", (long long)T);
+        diags_add(d, t->memory_file, t->memory_line,
+                  "pipeline stage %d needs %.1f MiB per rank for its parameters and gradients "
+                  "with pipeline.ranks_per_stage = %lld, over model.rank_memory_mb = %lld%s",
+                  s, need / mib, (long long)t->ranks_per_stage, (long long)t->rank_memory_mb, hint);
+        errors++;
+    }
+    double need = shard_bytes(t, R, P);
+    if (need > cap) {
+        diags_add(d, t->memory_file, t->memory_line,
+                  "each PS shard needs up to %.1f MiB (parameters, optimizer state and %d "
+                  "replica gradient%s) with ps.shards = %d, over model.rank_memory_mb = %lld: "
+                  "give more shards",
+                  need / mib, R, R == 1 ? "" : "s", P, (long long)t->rank_memory_mb);
+        errors++;
+    }
+    return errors;
 }
 
 int trainplan_groups(const struct plan *p, const void *spec, struct group **gen, int *n_gen,
                      struct diags *d)
 {
     const struct train_spec *t = spec;
-    int S = (int)t->stages, n = S + 1, R = 0, P = 0;
+    int S = (int)t->stages, n = S + 1, R = 0, P = 0, T = (int)t->ranks_per_stage;
     fit(p, t, &R, &P);
     struct group *g = arena_alloc(p->arena, (size_t)n * sizeof *g);
-    for (int s = 0; s < S; s++)
+    for (int s = 0; s < S; s++) {
         g[s] = (struct group){.name = arena_printf(p->arena, "stage%d", s),
-                              .nranks = R, .file = t->stages_file,
+                              .nranks = R * T, .file = t->stages_file,
                               .line = t->stages_line};
+        if (T > 1)
+            g[s].note = arena_printf(p->arena, "%d rank%s per replica on a 1 x %d BLACS grid, "
+                                               "blocks of %lld", T, T == 1 ? "" : "s", T,
+                                     (long long)t->block);
+    }
     g[S] = (struct group){.name = "ps", .nranks = P, .file = t->shards_file,
                           .line = t->shards_line};
-    int errors = 0;
+    int errors = check_memory(t, R, P, d);
     for (int i = 0; i < p->job->n_groups; i++) {
         const struct group_spec *u = &p->job->groups[i];
         for (int k = 0; k < n; k++) {
@@ -157,7 +228,7 @@ int trainplan_groups(const struct plan *p, const void *spec, struct group **gen,
     }
     *gen = g;
     *n_gen = n;
-    return errors ? cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "group names clash") : 0;
+    return errors ? cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "the model's groups are refused") : 0;
 }
 
 static void geometry(struct tp *x)
@@ -167,7 +238,9 @@ static void geometry(struct tp *x)
     tp->spec = t;
     tp->stages = (int)t->stages;
     /* as trainplan_groups fit them: the stages, then the ps group */
-    tp->replicas = x->p->groups[0].nranks;
+    tp->ranks_per_stage = (int)t->ranks_per_stage;
+    tp->block = (int)t->block;
+    tp->replicas = x->p->groups[0].nranks / tp->ranks_per_stage;
     tp->shards = x->p->groups[tp->stages].nranks;
     tp->n_layers = t->n_layers;
     tp->stage_group = arena_alloc(x->a, (size_t)tp->stages * sizeof *tp->stage_group);
