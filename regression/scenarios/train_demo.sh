@@ -17,7 +17,7 @@ acc=$(metric full/metrics.jsonl log accuracy | awk '{print $NF}')
 py "import sys; sys.exit(0 if $acc >= 0.85 else 1)" && pass "convergence/accuracy-$acc-at-least-0.85" ||
     fail convergence/accuracy "held-out accuracy $acc < 0.85"
 expect_grep download/logged full.out "download: [0-9.]+ MB of parameters onto trainer 0 in"
-expect_grep download/grids full.out "download grids: 1 x 2 \(PS\) to 1 x 1 \(trainer 0\)"
+expect_grep download/set-up full.out "download: MPI_Gatherv from 2 shards to trainer 0, set up in"
 expect_count download/once full/metrics.jsonl '"kind":"download"' 1
 
 # model.h5: the documented layout, and numpy agrees with cairn's accuracy

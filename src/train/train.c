@@ -293,7 +293,6 @@ int trainer_create(struct runtime *rt, const struct train_plan *tp, const MPI_Co
     t->spec = t->tp->spec;
     t->dt = t->spec->dtype;
     t->esz = dtype_size(t->dt);
-    t->blacs_sys = t->ctx_all = t->ctx_ps = t->ctx_root = -1;
     t->blacs_stage = t->ctx_grid = t->ctx_lead = -1;
     assign_role(t);
     /* output paths are checked at the door, not after the first step */
@@ -315,7 +314,6 @@ void trainer_destroy(struct trainer **tp)
 {
     if (!tp || !*tp) return;
     struct trainer *t = *tp;
-    dl_destroy(t);
     grid_destroy(t);
     pipe_destroy(t);
     ps_destroy(t);

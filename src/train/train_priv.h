@@ -63,8 +63,6 @@ struct trainer {
     bool published;           /* shard: the current parameters went out */
     MPI_Request *pub_req;     /* shard: the last publication's sends, completed lazily */
     int n_pub;
-    /* download grids (BLACS contexts; -1 where not a member) */
-    int blacs_sys, ctx_all, ctx_ps, ctx_root;
     /* the stage's grids (T > 1): 1 x T, and 1 x 1 on member 0 */
     int blacs_stage, ctx_grid, ctx_lead;
     /* statistics */
@@ -128,8 +126,9 @@ int grid_backward_input(const struct trainer *t, int64_t n, int64_t in, int64_t 
                         const void *W, const void *dy, void *dx);
 
 /* ---- download (download.c) ---- */
+/* Collective on the world: ready the download's transfers (a no-op off
+ * the download communicator). */
 int dl_create(struct trainer *t);
-void dl_destroy(struct trainer *t);
 
 
 #endif
