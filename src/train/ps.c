@@ -273,7 +273,8 @@ static int post_grads(struct trainer *t, MPI_Request *req, int *left)
         for (int r = 0; r < R; r++) {
             struct tensor *g = &t->grads[r * K + k];
             struct shape s = {.ndim = 1, .d = {(hi - lo) * param_cols(t, k)}};
-            CAIRN_CHECK(tensor_resize(g, t->dt, &s));
+            if (g->dtype != t->dt || !shape_eq(&g->shape, &s)) /* receives fill it whole */
+                CAIRN_CHECK(tensor_resize(g, t->dt, &s));
             for (int j = 0; j < T; j++) {
                 MPI_Request *q = &req[(k * R + r) * T + j];
                 *q = MPI_REQUEST_NULL;
