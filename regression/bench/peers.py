@@ -226,7 +226,7 @@ def accuracy(n, best):
 def scaling(n, best):
     cs, base = configs(n), [32, 1024, 1024, 1024, 8]
     print(f"\n3. scaling on {n} cores: step time of a mini-batch of {BATCH} (best epoch of {EPOCHS}),"
-          f" and its growth against the FLOPs' (x)\n   cairn: {best['cairn']}; PyTorch: {best['PyTorch']}")
+          f" and its growth against the FLOPs' (x)\n   {best['cairn']}; {best['PyTorch']}")
     print(f"   {'hidden width':14}{'FLOPs x':>9}{'cairn s':>10}{'x':>7}{'PyTorch s':>11}{'x':>7}{'cairn speed-up':>16}")
     t0 = None
     for mult, steps in ((1, 24), (2, 12), (4, 6)):
