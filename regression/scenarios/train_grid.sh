@@ -1,9 +1,9 @@
 # Pipeline stages on T ranks (pipeline.ranks_per_stage): each stage's layers
-# run as ScaLAPACK p?gemm on a 1 x T grid.
+# run as ScaLAPACK p?gemm on a T x 1 grid.
 #  - gradient transparency: one mini-batch's gradients for T = 1, 2, 4
 #    match the single-process reference within 1e-5 of the gradient's
 #    largest magnitude in f32 (1e-12 in f64): the sums over a layer's
-#    inputs, samples and outputs are split over the members and added in
+#    inputs and outputs are split over the members and added in
 #    another order, so the last bits differ; T = 1 stays bitwise;
 #  - layout independence: trained parameters for T = 2 and 4 (and 2
 #    replicas of T = 2) agree with T = 1 within 1e-5 relative;
@@ -135,5 +135,5 @@ expect_grep memory/ps-message cap-ps.err "wide.cfg:3: each PS shard needs up to 
 
 # ---- print shows each stage's grid ----------------------------------------------------
 run print "$CAIRN" print li.cfg "${li[@]}" --set pipeline.ranks_per_stage=2 --set replicas=2
-expect_grep print/grid print.out "^  stage0: ranks 0-3 \(2 ranks per replica on a 1 x 2 BLACS grid, blocks of 8\)$"
+expect_grep print/grid print.out "^  stage0: ranks 0-3 \(2 ranks per replica on a 2 x 1 BLACS grid, blocks of 8\)$"
 expect_grep print/ps print.out "^  ps: rank 8$"

@@ -1,23 +1,25 @@
-/* A pipeline stage on T ranks (pipeline.ranks_per_stage): its 1 x T BLACS
+/* A pipeline stage on T ranks (pipeline.ranks_per_stage): its T x 1 BLACS
  * grid, and its dense layers as ScaLAPACK p?gemm on block-cyclic operands.
  *
  * cairn's matrices are row-major, ScaLAPACK's column-major: a row-major
- * [r, c] matrix is ScaLAPACK's c x r, and a member's row-major [r_j, c]
- * piece is its local c x r_j array (leading dimension c).  With blocks of
- * B = pipeline.block rows dealt round-robin to the T members
- * (cyclic_owned):
- *  - a layer's W [in, out]: member j holds the rows of its blocks,
- *    [in_j, out]; dW likewise.  b and db: every member holds all of them
- *    (db: each its own part of the sum, reduced onto member 0 to leave).
- *  - activations and their gradients inside the stage, [n, d]: member j
- *    holds the samples of its blocks, [n_j, d].
+ * [r, c] matrix is ScaLAPACK's c x r, whose rows (cairn's columns) the
+ * T x 1 grid deals out in blocks of B = pipeline.block, round-robin to the
+ * T members (cyclic_owned).  Member j's piece is its local c_j x r array
+ * (leading dimension c_j): row-major, every row's columns of its blocks,
+ * [r, c_j].  So:
+ *  - a layer's W [in, out] and dW: member j holds the columns (units) of
+ *    its blocks, [in, out_j]; b and db likewise, [out_j];
+ *  - activations and their gradients inside the stage, [n, d]: every
+ *    sample, the features of its blocks, [n, d_j];
  *  - at the stage's edges activations and gradients are whole on member 0,
  *    the stage's rank in the pipeline; p?gemr2d moves them between a 1 x 1
  *    grid on member 0 and the stage's grid.
- * So y = act(x W + b) is, per member, the p?gemm Y' = W' X' (primes: the
- * column-major views) and then bias and activation on its own samples.
- * The products' sums over `in` (forward), `n` (dW) and `out` (dx) are split
- * over the members, so results differ from T = 1 in the last bits. */
+ * Only activation-sized panels move between members (a W never does), and
+ * each member's products span the whole batch.  y = act(x W + b) is the
+ * p?gemm Y' = W' X' (primes: the column-major views), then bias and
+ * activation on the member's own units.  The sums over `in` (forward) and
+ * `out` (dx) are split over the members, so results differ from T = 1 in
+ * the last bits. */
 #include "train_priv.h"
 
 #include "cairn/error.h"
@@ -30,9 +32,9 @@
 
 bool grid_split(const struct trainer *t) { return t->T > 1; }
 
-int64_t grid_rows(const struct trainer *t, int64_t n)
+int64_t grid_cols(const struct trainer *t, int64_t d)
 {
-    return t->T > 1 ? cyclic_owned(n, t->tp->block, t->T, t->member) : n;
+    return t->T > 1 ? cyclic_owned(d, t->tp->block, t->T, t->member) : d;
 }
 
 int grid_create(struct trainer *t)
@@ -41,12 +43,12 @@ int grid_create(struct trainer *t)
     int lead = 0;
     t->blacs_stage = Csys2blacs_handle(t->members);
     t->ctx_grid = t->blacs_stage;
-    Cblacs_gridinit(&t->ctx_grid, "Row", 1, t->T);
+    Cblacs_gridinit(&t->ctx_grid, "Col", t->T, 1);
     t->ctx_lead = t->blacs_stage;
     Cblacs_gridmap(&t->ctx_lead, &lead, 1, 1, 1);
     int r, c, myr = -1, myc = -1;
     Cblacs_gridinfo(t->ctx_grid, &r, &c, &myr, &myc);
-    if (myr != 0 || myc != t->member)
+    if (myr != t->member || myc != 0)
         return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__,
                              "stage %d: BLACS put member %d at (%d, %d) of a %d x %d grid", t->stage,
                              t->member, myr, myc, r, c);
@@ -70,12 +72,12 @@ static int desc_check(int info)
                 : 0;
 }
 
-/* The row-major [rows, cols] matrix in blocks of B rows over the grid
+/* The row-major [rows, cols] matrix in blocks of B columns over the grid
  * (ScaLAPACK's cols x rows, B x B blocks). */
 static int on_grid(const struct trainer *t, int *desc, int64_t rows, int64_t cols)
 {
     int m = (int)cols, n = (int)rows, nb = t->tp->block, zero = 0, info = 0;
-    int lld = m > 1 ? m : 1, ctx = t->ctx_grid;
+    int lld = grid_cols(t, cols) > 1 ? (int)grid_cols(t, cols) : 1, ctx = t->ctx_grid;
     descinit_(desc, &m, &n, &nb, &nb, &zero, &zero, &ctx, &lld, &info);
     return desc_check(info);
 }
@@ -159,7 +161,7 @@ int grid_forward(const struct trainer *t, int64_t n, int64_t in, int64_t out, co
     CAIRN_CHECK(on_grid(t, dw, in, out));
     CAIRN_CHECK(on_grid(t, dy, n, out));
     pgemm(t, 'N', 'N', (int)out, (int)n, (int)in, W, dw, x, dx, 0, y, dy); /* Y' = W' X' */
-    nn_bias_act(t->dt, grid_rows(t, n), out, b, a, y);
+    nn_bias_act(t->dt, n, grid_cols(t, out), b, a, y);
 cleanup:
     return rc;
 }
@@ -169,7 +171,7 @@ int grid_backward_params(const struct trainer *t, int64_t n, int64_t in, int64_t
                          bool accumulate)
 {
     int rc = 0, dx[9], dw[9], dd[9];
-    nn_dact_bias(t->dt, grid_rows(t, n), out, y, a, dy, db, accumulate);
+    nn_dact_bias(t->dt, n, grid_cols(t, out), y, a, dy, db, accumulate);
     CAIRN_CHECK(on_grid(t, dx, n, in));
     CAIRN_CHECK(on_grid(t, dw, in, out));
     CAIRN_CHECK(on_grid(t, dd, n, out));

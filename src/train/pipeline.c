@@ -160,7 +160,7 @@ static int scatter(struct trainer *t, int64_t n, int64_t d, struct tensor *whole
 {
     int rc = 0;
     if (!grid_split(t)) return 0;
-    CAIRN_CHECK(shape2(part, t->dt, grid_rows(t, n), d));
+    CAIRN_CHECK(shape2(part, t->dt, n, grid_cols(t, d)));
     CAIRN_CHECK(grid_scatter(t, n, d, talks(t) ? whole->data : NULL, part->data));
 cleanup:
     return rc;
@@ -229,7 +229,7 @@ static int forward(struct trainer *t, int i, bool kept, int upto)
     const void *x = local(t, &b->in, &b->lin)->data;
     for (int j = 0; j < upto; j++) {
         struct tensor *y = j == L - 1 ? local(t, &b->out, &b->lout) : inner(t, i, j + 1, kept);
-        CAIRN_CHECK(shape2(y, t->dt, grid_rows(t, b->n), dim(t, j + 1)));
+        CAIRN_CHECK(shape2(y, t->dt, b->n, grid_cols(t, dim(t, j + 1))));
         CAIRN_CHECK(layer_forward(t, j, b->n, x, y->data));
         x = y->data;
     }
@@ -319,7 +319,7 @@ static int do_backward(struct trainer *t, struct batch *bt, int i, bool first_of
     struct pipe_bufs *p = t->bufs;
     struct mb *b = &p->mb[i];
     bool kept = keeps(t, i);
-    int64_t n = b->n, nl = grid_rows(t, n);
+    int64_t n = b->n;
     MPI_Datatype real = coll_type(t->dt);
     view_input(t, bt, b);
     if (!kept && L > 1) CAIRN_CHECK(forward(t, i, false, L - 1)); /* recompute the inner layers */
@@ -335,7 +335,7 @@ static int do_backward(struct trainer *t, struct batch *bt, int i, bool first_of
         struct tensor *dx = NULL;
         if (j > 0) dx = &p->g[j % 2];
         else if (!t->first) dx = local(t, &b->gout, &b->lgout);
-        if (dx) CAIRN_CHECK(shape2(dx, t->dt, nl, dim(t, j)));
+        if (dx) CAIRN_CHECK(shape2(dx, t->dt, n, grid_cols(t, dim(t, j))));
         CAIRN_CHECK(layer_backward_params(t, j, n, x->data, y->data, g->data, !first_of_step));
         /* the shards update this layer while the input gradient is computed */
         if (last_of_step) CAIRN_CHECK(ps_push_layer(t, l));

@@ -3,9 +3,8 @@
  * Parameter k is layer k/2's W ([inputs, units]) for even k and its b
  * ([units]) for odd k.  PS shard p holds rows [p*B, (p+1)*B) of each, with
  * B = ceil(rows / P) (block_range), plus its optimizer state.  A stage on
- * T ranks (grid.c) holds each W block-cyclically: each member sends and
- * receives its own rows of each shard's block; b goes to every member, and
- * its gradient, summed over the members, comes from member 0.
+ * T ranks (grid.c) holds each W and b block-cyclically by units: each
+ * member sends and receives only its own units of each shard's rows.
  *
  * A step, streamed so that the shards' work overlaps the stages':
  *  - each stage sends a layer's gradient blocks to the shards as soon as
@@ -66,54 +65,69 @@ int stage_rank(const struct trainer *t, int replica, int stage, int member)
     return t->rt->plan->groups[t->tp->stage_group[stage]].first + replica * T + member;
 }
 
-/* How many rows of [lo, hi) member j of a stage holds of parameter k (all
- * of a b; its block-cyclic rows of a W), and the local index of the first. */
-static int64_t member_rows(const struct trainer *t, int k, int j, int64_t lo, int64_t hi,
-                           int64_t *first)
+/* Member j's part of rows [lo, hi) of parameter k, in its local tensor: a
+ * W's rows with the units (columns) of its blocks, [hi - lo, out_j]; the b
+ * entries (units) of its blocks.  Contiguous there: *off and the return
+ * value count elements. */
+static int64_t member_span(const struct trainer *t, int k, int j, int64_t lo, int64_t hi,
+                           int64_t *off)
 {
     int64_t nb = t->tp->block, T = t->tp->ranks_per_stage;
     if (k % 2) {
-        *first = lo;
-        return hi - lo;
+        *off = cyclic_owned(lo, nb, T, j);
+        return cyclic_owned(hi, nb, T, j) - *off;
     }
-    *first = cyclic_owned(lo, nb, T, j);
-    return cyclic_owned(hi, nb, T, j) - *first;
+    int64_t cj = cyclic_owned(param_cols(t, k), nb, T, j);
+    *off = lo * cj;
+    return (hi - lo) * cj;
 }
 
-/* Shard side: member j's rows of my block [lo, hi) of parameter k, as a
- * datatype over the block (runs of whole rows).  *type is MPI_DATATYPE_NULL
- * if it holds none; the caller frees it once the transfer is posted. */
-static int member_type(const struct trainer *t, int k, int j, int64_t lo, int64_t hi,
-                       MPI_Datatype *type)
+/* Runs of nb out of n elements that member j's blocks hold, as a datatype. */
+static int blocks_type(const struct trainer *t, int64_t n, int j, int64_t from, MPI_Datatype *type)
 {
-    int rc = 0, n = 0, *len = NULL, *at = NULL;
-    int64_t first, cols = param_cols(t, k), nb = t->tp->block, T = t->tp->ranks_per_stage;
-    *type = MPI_DATATYPE_NULL;
-    if (member_rows(t, k, j, lo, hi, &first) == 0) return 0;
-    int64_t runs = k % 2 || T == 1 ? 1 : (hi - lo) / nb + 2;
+    int rc = 0, k = 0, *len = NULL, *at = NULL;
+    int64_t nb = t->tp->block, T = t->tp->ranks_per_stage, runs = (n + from) / nb + 2;
     len = malloc((size_t)runs * sizeof *len);
     at = malloc((size_t)runs * sizeof *at);
     CAIRN_CHECK_ALLOC(len && at ? len : NULL);
-    if (k % 2 || T == 1) {
-        len[n] = (int)((hi - lo) * cols), at[n++] = 0;
-    } else {
-        for (int64_t b0 = lo / nb * nb; b0 < hi; b0 += nb) {
-            int64_t a = b0 > lo ? b0 : lo, z = b0 + nb < hi ? b0 + nb : hi;
-            if ((b0 / nb) % T != j) continue;
-            len[n] = (int)((z - a) * cols), at[n++] = (int)((a - lo) * cols);
-        }
+    for (int64_t b0 = from / nb * nb; b0 < from + n; b0 += nb) {
+        int64_t a = b0 > from ? b0 : from, z = b0 + nb < from + n ? b0 + nb : from + n;
+        if ((b0 / nb) % T == j) len[k] = (int)(z - a), at[k++] = (int)(a - from);
     }
-    CAIRN_CHECK_MPI(MPI_Type_indexed(n, len, at, coll_type(t->dt), type));
-    CAIRN_CHECK_MPI(MPI_Type_commit(type));
+    CAIRN_CHECK_MPI(MPI_Type_indexed(k, len, at, coll_type(t->dt), type));
 cleanup:
     free(len);
     free(at);
     return rc;
 }
 
-/* Does member j send or receive parameter k's rows at all? b's gradient
- * comes from member 0 only. */
-static bool member_sends_grad(int k, int j) { return k % 2 == 0 || j == 0; }
+/* Shard side: member j's part of my rows [lo, hi) of parameter k, as a
+ * datatype over them: b's entries of its blocks; of each W row, the
+ * columns of its blocks.  *type is MPI_DATATYPE_NULL if it holds none; the
+ * caller frees it once the transfer is posted. */
+static int member_type(const struct trainer *t, int k, int j, int64_t lo, int64_t hi,
+                       MPI_Datatype *type)
+{
+    int rc = 0;
+    int64_t off, cols = param_cols(t, k);
+    MPI_Datatype one_row = MPI_DATATYPE_NULL, row = MPI_DATATYPE_NULL;
+    *type = MPI_DATATYPE_NULL;
+    if (member_span(t, k, j, lo, hi, &off) == 0) return 0;
+    if (t->tp->ranks_per_stage == 1) {
+        CAIRN_CHECK_MPI(MPI_Type_contiguous((int)((hi - lo) * cols), coll_type(t->dt), type));
+    } else if (k % 2) {
+        CAIRN_CHECK(blocks_type(t, hi - lo, j, lo, type));
+    } else {
+        CAIRN_CHECK(blocks_type(t, cols, j, 0, &one_row));
+        CAIRN_CHECK_MPI(MPI_Type_create_resized(one_row, 0, (MPI_Aint)(cols * (int64_t)t->esz), &row));
+        CAIRN_CHECK_MPI(MPI_Type_contiguous((int)(hi - lo), row, type));
+    }
+    CAIRN_CHECK_MPI(MPI_Type_commit(type));
+cleanup:
+    if (one_row != MPI_DATATYPE_NULL) MPI_Type_free(&one_row);
+    if (row != MPI_DATATYPE_NULL) MPI_Type_free(&row);
+    return rc;
+}
 
 int ps_rank_of_shard(const struct trainer *t, int p)
 {
@@ -150,14 +164,13 @@ int ps_pull(struct trainer *t)
     if (!t->pending) return 0;
     for (int k = 2 * t->l0; k < 2 * t->l1; k++) {
         struct tensor *v = k % 2 ? &t->b[k / 2] : &t->W[k / 2];
-        int64_t cols = param_cols(t, k);
         for (int p = 0; p < P; p++) {
-            int64_t lo, hi, first, rows;
+            int64_t lo, hi, off, count;
             param_block(t, k, p, &lo, &hi);
-            if ((rows = member_rows(t, k, t->member, lo, hi, &first)) == 0) continue;
-            CAIRN_CHECK_MPI(MPI_Irecv((char *)v->data + (size_t)(first * cols) * t->esz,
-                                      (int)(rows * cols), coll_type(t->dt), ps_rank_of_shard(t, p),
-                                      TAG_PARAM + k, t->train, &t->push_req[n++]));
+            if ((count = member_span(t, k, t->member, lo, hi, &off)) == 0) continue;
+            CAIRN_CHECK_MPI(MPI_Irecv((char *)v->data + (size_t)off * t->esz, (int)count,
+                                      coll_type(t->dt), ps_rank_of_shard(t, p), TAG_PARAM + k,
+                                      t->train, &t->push_req[n++]));
         }
     }
     CAIRN_CHECK(coll_wait(n, t->push_req));
@@ -166,34 +179,18 @@ cleanup:
     return rc;
 }
 
-/* A stage on T ranks: the members' parts of db, summed onto member 0. */
-static int sum_db(struct trainer *t, int l)
-{
-    if (t->T == 1) return 0;
-    int rc = 0;
-    void *db = t->db[l].data;
-    int n = (int)tensor_numel(&t->db[l]);
-    CAIRN_CHECK_MPI(MPI_Reduce(t->member ? db : MPI_IN_PLACE, t->member ? NULL : db, n,
-                               coll_type(t->dt), MPI_SUM, 0, t->members));
-cleanup:
-    return rc;
-}
-
 int ps_push_layer(struct trainer *t, int l)
 {
     int rc = 0, P = t->tp->shards;
-    CAIRN_CHECK(sum_db(t, l));
     for (int k = 2 * l; k < 2 * l + 2; k++) {
         struct tensor *g = k % 2 ? &t->db[l] : &t->dW[l];
-        int64_t cols = param_cols(t, k);
-        if (!member_sends_grad(k, t->member)) continue;
         for (int p = 0; p < P; p++) {
-            int64_t lo, hi, first, rows;
+            int64_t lo, hi, off, count;
             param_block(t, k, p, &lo, &hi);
-            if ((rows = member_rows(t, k, t->member, lo, hi, &first)) == 0) continue;
-            CAIRN_CHECK_MPI(MPI_Isend((char *)g->data + (size_t)(first * cols) * t->esz,
-                                      (int)(rows * cols), coll_type(t->dt), ps_rank_of_shard(t, p),
-                                      TAG_GRAD + k, t->train, &t->push_req[t->n_push++]));
+            if ((count = member_span(t, k, t->member, lo, hi, &off)) == 0) continue;
+            CAIRN_CHECK_MPI(MPI_Isend((char *)g->data + (size_t)off * t->esz, (int)count,
+                                      coll_type(t->dt), ps_rank_of_shard(t, p), TAG_GRAD + k,
+                                      t->train, &t->push_req[t->n_push++]));
         }
     }
     t->pushed[l] = true;
@@ -278,7 +275,7 @@ static int post_grads(struct trainer *t, MPI_Request *req, int *left)
             for (int j = 0; j < T; j++) {
                 MPI_Request *q = &req[(k * R + r) * T + j];
                 *q = MPI_REQUEST_NULL;
-                if (hi == lo || !member_sends_grad(k, j)) continue;
+                if (hi == lo) continue;
                 CAIRN_CHECK(member_type(t, k, j, lo, hi, &type));
                 if (type == MPI_DATATYPE_NULL) continue;
                 CAIRN_CHECK_MPI(MPI_Irecv(g->data, 1, type, stage_rank(t, r, stage_of_layer(t, k / 2), j),

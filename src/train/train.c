@@ -224,9 +224,9 @@ static int alloc_params(struct trainer *t)
     t->dW = calloc((size_t)L, sizeof *t->dW);
     t->db = calloc((size_t)L, sizeof *t->db);
     CAIRN_CHECK_ALLOC(t->W && t->b && t->dW && t->db ? t->W : NULL);
-    for (int l = t->l0; l < t->l1; l++) { /* this member's rows of W (grid.c) */
-        struct shape w = {.ndim = 2, .d = {grid_rows(t, t->tp->dims[l]), t->tp->dims[l + 1]}};
-        struct shape v = {.ndim = 1, .d = {t->tp->dims[l + 1]}};
+    for (int l = t->l0; l < t->l1; l++) { /* this member's units of W and b (grid.c) */
+        struct shape w = {.ndim = 2, .d = {t->tp->dims[l], grid_cols(t, t->tp->dims[l + 1])}};
+        struct shape v = {.ndim = 1, .d = {grid_cols(t, t->tp->dims[l + 1])}};
         CAIRN_CHECK(tensor_resize(&t->W[l], t->dt, &w));
         CAIRN_CHECK(tensor_resize(&t->dW[l], t->dt, &w));
         CAIRN_CHECK(tensor_resize(&t->b[l], t->dt, &v));

@@ -63,7 +63,7 @@ struct trainer {
     bool published;           /* shard: the current parameters went out */
     MPI_Request *pub_req;     /* shard: the last publication's sends, completed lazily */
     int n_pub;
-    /* the stage's grids (T > 1): 1 x T, and 1 x 1 on member 0 */
+    /* the stage's grids (T > 1): T x 1, and 1 x 1 on member 0 */
     int blacs_stage, ctx_grid, ctx_lead;
     /* statistics */
     double pipe_seconds; /* time in the pipeline schedule this epoch */
@@ -108,11 +108,11 @@ int pipe_eval(struct trainer *t, struct batch *b, double *loss, int64_t *correct
 
 /* ---- a stage on T ranks (grid.c; with T = 1 no grid is made) ---- */
 bool grid_split(const struct trainer *t); /* T > 1 */
-/* This member's share of n rows (samples, or a W's rows): all with T = 1. */
-int64_t grid_rows(const struct trainer *t, int64_t n);
+/* This member's share of d columns (features, or a W's units): all with T = 1. */
+int64_t grid_cols(const struct trainer *t, int64_t d);
 int grid_create(struct trainer *t); /* collective on the members */
 void grid_destroy(struct trainer *t);
-/* Whole [n, d] on member 0 <-> this member's rows (collective on the members). */
+/* Whole [n, d] on member 0 <-> this member's columns (collective on the members). */
 int grid_scatter(const struct trainer *t, int64_t n, int64_t d, const void *whole, void *local);
 int grid_gather(const struct trainer *t, int64_t n, int64_t d, const void *local, void *whole);
 /* nn.h's layer kernels on the grid: n is the global sample count, and every

@@ -3,7 +3,7 @@
  * `cairn print` shows them and `cairn check` analyzes them like any other.
  *
  *   groups   stage0 .. stage{S-1} (R*T ranks each: replica r of stage s
- *            is world ranks (s*R + r)*T .. + T-1, a 1 x T BLACS grid),
+ *            is world ranks (s*R + r)*T .. + T-1, a T x 1 BLACS grid),
  *            then ps (P ranks)
  *   init     ps: the parameters and optimizer state, sharded by rows;
  *            each stage: a data cursor (pass, position)
@@ -137,7 +137,7 @@ static void fit(const struct plan *p, const struct train_spec *t, int *R, int *P
 /* ---- the per-rank memory cap (model.rank_memory_mb) ---------------------------- */
 
 /* Bytes of W, dW, b and db that the first (largest) member of a stage of
- * T ranks holds: its block-cyclic rows of each W. */
+ * T ranks holds: its block-cyclic units of each layer. */
 static double stage_bytes(const struct train_spec *t, int s, int64_t T)
 {
     int l0 = 0;
@@ -145,7 +145,8 @@ static double stage_bytes(const struct train_spec *t, int s, int64_t T)
     double n = 0;
     for (int l = l0; l < l0 + t->balance[s]; l++) {
         int64_t in = l ? t->layers[l - 1].units : t->inputs, out = t->layers[l].units;
-        n += 2.0 * (double)(cyclic_owned(in, t->block, T, 0) * out + out);
+        int64_t mine = cyclic_owned(out, t->block, T, 0);
+        n += 2.0 * (double)(in * mine + mine);
     }
     return n * (double)dtype_size(t->dtype);
 }
@@ -209,7 +210,7 @@ int trainplan_groups(const struct plan *p, const void *spec, struct group **gen,
                               .nranks = R * T, .file = t->stages_file,
                               .line = t->stages_line};
         if (T > 1)
-            g[s].note = arena_printf(p->arena, "%d rank%s per replica on a 1 x %d BLACS grid, "
+            g[s].note = arena_printf(p->arena, "%d rank%s per replica on a %d x 1 BLACS grid, "
                                                "blocks of %lld", T, T == 1 ? "" : "s", T,
                                      (long long)t->block);
     }
