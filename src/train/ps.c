@@ -82,7 +82,8 @@ static int64_t member_span(const struct trainer *t, int k, int j, int64_t lo, in
     return (hi - lo) * cj;
 }
 
-/* Runs of nb out of n elements that member j's blocks hold, as a datatype. */
+/* Member j's blocks among elements [from, from + n) of a block-cyclic
+ * dimension, as an indexed datatype whose offsets count from element from. */
 static int blocks_type(const struct trainer *t, int64_t n, int j, int64_t from, MPI_Datatype *type)
 {
     int rc = 0, k = 0, *len = NULL, *at = NULL;
