@@ -14,8 +14,8 @@
  *  - at the stage's edges activations and gradients are whole on member 0,
  *    the stage's rank in the pipeline; p?gemr2d moves them between a 1 x 1
  *    grid on member 0 and the stage's grid.
- * Only activation-sized panels move between members (a W never does), and
- * each member's products span the whole batch.  y = act(x W + b) is the
+ * The products need to move only activation-sized panels between members
+ * (not weights), and each member's products span the whole batch.  y = act(x W + b) is the
  * p?gemm Y' = W' X' (primes: the column-major views), then bias and
  * activation on the member's own units.  The sums over `in` (forward) and
  * `out` (dx) are split over the members, so results differ from T = 1 in
