@@ -26,6 +26,7 @@ all), BENCH_TARGET (held-out accuracy, default 0.91).
 """
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -245,10 +246,10 @@ def scaling(n, best):
 
 
 def main():
-    os.makedirs(DIR, exist_ok=True)
+    shutil.rmtree(DIR, ignore_errors=True) # a run dir left from before would resume, not run
+    os.makedirs(DIR)
     os.chdir(DIR)
-    if not os.path.exists("demo.h5"):
-        sh(["bash", os.path.join(ROOT, "jobs", "demo_data.sh"), "demo.h5", "2"], "data.log")
+    sh(["bash", os.path.join(ROOT, "jobs", "demo_data.sh"), "demo.h5", "2"], "data.log")
     demo = flops([32, 1024, 1024, 1024, 8])
     print(f"machine: {machine()}")
     print(f"model: 32-1024-1024-1024-8, {demo / 1e6:.2f} MFLOP per sample; batch {BATCH}, Adam,"
