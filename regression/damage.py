@@ -26,11 +26,17 @@ def fnv(s):
     return h
 
 
-def poly64(values):
-    """cairn-poly64 of an integer array (bit patterns as unsigned 64-bit)."""
+def mix(z):
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) % M
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) % M
+    return z ^ (z >> 31)
+
+
+def mix64(values):
+    """cairn-mix64 of an integer array (bit patterns as unsigned 64-bit)."""
     s = 0
     for i, x in enumerate(np.asarray(values).reshape(-1).view(np.uint64)):
-        s = (s + (int(x) + K) * (2 * i + 1)) % M
+        s = (s + mix(int(x) ^ (i * K % M))) % M
     return s
 
 
@@ -61,7 +67,7 @@ def damage(kind, f):
     if kind == "w_rows":  # jobs/sharded.cfg: a row more, with a correct checksum
         v = np.concatenate([f["groups/store/w"][()], np.zeros((1, 3))])
         d = replace_dataset(f, "groups/store/w", v)
-        d.attrs["checksum"] = np.uint64((poly64(v) + fnv("store/w")) % M)
+        d.attrs["checksum"] = np.uint64((mix64(v) + fnv("store/w")) % M)
         return
     g = f["groups/main"]
     total = "groups/main/total"
@@ -101,7 +107,7 @@ def damage(kind, f):
     elif kind == "shape_crafted":  # a correct checksum for a wrong shape
         v = np.array([f[total][()]] * 2, dtype=np.int64)
         d = replace_dataset(f, total, v)
-        d.attrs["checksum"] = np.uint64((poly64(v) + fnv("main/total")) % M)
+        d.attrs["checksum"] = np.uint64((mix64(v) + fnv("main/total")) % M)
     elif kind == "swapped":
         f.move("groups/main/total", "groups/main/tmp")
         f.move("groups/main/cursor", "groups/main/total")

@@ -1,20 +1,25 @@
-/* cairn-poly64: the checksum of every checkpoint dataset.
+/* cairn-mix64: the checksum of every checkpoint dataset.
  *
- *   sum over elements i of (x_i + K) * (2 i + 1)   (mod 2^64)
+ *   sum over elements i of mix(x_i XOR (i * K))   (mod 2^64)
  *
- * x_i is the element's bit pattern (zero-extended to 64 bits) and i its
- * index in the whole dataset.  Any partition of a dataset into parts has
- * partial sums that add up to the whole, so each rank checksums exactly
- * what it writes or reads, whatever the layout, and one allreduce combines
- * them.  A change of any single element always changes the sum (the
- * multiplier is odd).  Not cryptographic. */
+ * x_i is the element's bit pattern (zero-extended to 64 bits), i its index
+ * in the whole dataset, K = 0x9e3779b97f4a7c15, and mix the bijection in
+ * checksum.c.  Any partition of a dataset into parts has partial sums that
+ * add up to the whole, so each rank checksums exactly what it writes or
+ * reads, whatever the layout, and one allreduce combines them.  A change
+ * of one element always changes the sum (mix is a bijection); because mix
+ * spreads every bit, changes in two elements cancel only by a 2^-64 chance
+ * (the first version, a linear sum, missed two flipped sign bits).  Not
+ * cryptographic: it finds damage, not forgery. */
 #ifndef CAIRN_CHECKSUM_H
 #define CAIRN_CHECKSUM_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define CAIRN_CHECKSUM_NAME "cairn-poly64-v1"
+#define CAIRN_CHECKSUM_NAME "cairn-mix64-v2"
+/* What cairn wrote before: refused as an older cairn's file, not damage. */
+#define CAIRN_CHECKSUM_OLD "cairn-poly64-v1"
 
 /* Partial checksum of n elements of elem_size (4 or 8) bytes whose first
  * element has index `first` in the whole dataset. */

@@ -15,7 +15,7 @@
  *
  * Writes are collective over the job's world (MPI-IO, collective
  * transfers); reads are by hyperslab, each rank reading what it owns under
- * the current layout.  Every dataset carries a cairn-poly64 checksum that
+ * the current layout.  Every dataset carries a cairn-mix64 checksum that
  * is verified on every read. */
 #ifndef CAIRN_CKPT_FILE_H
 #define CAIRN_CKPT_FILE_H

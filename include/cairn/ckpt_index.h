@@ -31,9 +31,11 @@ struct ckpt_index {
  * named by DIR/index:LINE), CAIRN_EIO, CAIRN_ENOMEM. */
 int ckpt_index_read(const char *dir, struct ckpt_index *idx);
 /* The commit in two halves, so crash tests can stop between them:
- * write and fsync DIR/index.tmp; then rename it over DIR/index and fsync DIR. */
+ * write and fsync DIR/index.tmp; then rename it over DIR/index and fsync DIR.
+ * *replaced (may be NULL) says whether the rename happened: after it, the
+ * new index is what readers see even if the fsync then fails. */
 int ckpt_index_write_tmp(const char *dir, const struct ckpt_index *idx);
-int ckpt_index_commit_tmp(const char *dir);
+int ckpt_index_commit_tmp(const char *dir, bool *replaced);
 /* Insert e, replacing an entry with the same epoch and step. */
 int ckpt_index_put(struct ckpt_index *idx, const struct ckpt_entry *e);
 void ckpt_index_remove(struct ckpt_index *idx, int i);

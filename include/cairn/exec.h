@@ -18,6 +18,7 @@ struct exec_ctx {
     MPI_Comm comm;  /* the group's communicator for this lane */
     int rank, size; /* in the group */
     bool in_report;
+    struct watchdog_lane *lane; /* this thread's progress (watchdog.h) */
 };
 
 /* Run t's steps.  Collective over t's group; call only on its ranks.  An op
@@ -25,9 +26,18 @@ struct exec_ctx {
 void exec_task(struct runtime *rt, const struct task *t);
 
 /* Abort every rank of the job: print one line naming this rank, its host,
- * where the job is, and the current error message, then MPI_Abort with the
- * exit code of rc.  Safe from any thread. */
+ * where the job is, and the current error message, leave it as the last
+ * words (below, kind "fatal"), then MPI_Abort with the exit code of rc.
+ * Safe from any thread. */
 _Noreturn void runtime_fatal(const struct runtime *rt, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+
+/* An exit cairn chooses mid-run: `line` (one line, no newline) goes to
+ * cairn.log and, unless a rank got there first, RUN_DIR/exit_status reads
+ * "CODE KIND: line", so that a batch script and the user learn why.  KIND
+ * is "fatal" (a rerun cannot help) or "stalled" (the watchdog: a peer or a
+ * node may be gone, a rerun may help).  Best effort; safe from any thread. */
+void runtime_last_words(const struct runtime *rt, int code, const char *kind, const char *line);
 
 #endif

@@ -14,14 +14,17 @@
  * fill:POINT:R[:E] world rank R fills the checkpoint directory's file
  *                  system (a file "fill.ballast" there) at POINT
  * pause:POINT:R[:E] world rank R stops for good at POINT, after saying so
- *                  on stderr: a test then knows a save is in flight */
+ *                  on stderr: a test then knows a save is in flight
+ * slow:POINT:R[:E] world rank R waits FAULT_SLOW_SECONDS at POINT: a save
+ *                  that is slow but healthy */
 #ifndef CAIRN_FAULT_H
 #define CAIRN_FAULT_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-enum fault_kind { FAULT_OP, FAULT_KILL, FAULT_SIGNAL, FAULT_CLOCK, FAULT_FILL, FAULT_PAUSE };
+enum fault_kind { FAULT_OP, FAULT_KILL, FAULT_SIGNAL, FAULT_CLOCK, FAULT_FILL, FAULT_PAUSE, FAULT_SLOW };
+enum { FAULT_SLOW_SECONDS = 3 };
 
 struct fault {
     bool set;

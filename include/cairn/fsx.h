@@ -15,6 +15,10 @@ int fsx_fsync_parent(const char *path);
 /* Write data to path durably and atomically: path.tmp, fsync, rename,
  * fsync the directory.  A crash leaves the old or the new file, never a mix. */
 int fsx_write_atomic(const char *path, const void *data, size_t len);
+/* Create path with data unless it exists (O_EXCL: of several processes
+ * racing, one wins and the others change nothing), and fsync it.  Errors:
+ * CAIRN_EIO naming the path (EEXIST included). */
+int fsx_write_new(const char *path, const void *data, size_t len);
 /* Read a whole file into a NUL-terminated buffer the caller frees. */
 int fsx_read_all(const char *path, char **data, size_t *len);
 /* Copy src to dst durably (via dst.tmp + rename). */

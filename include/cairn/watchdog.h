@@ -1,30 +1,55 @@
 /* A per-rank watchdog: a thread that ends the process when the rank makes
  * no progress for too long, so a job whose peer died (a node lost, a
  * network cut) fails at once instead of waiting in MPI until Slurm's node
- * timeout.  The rank reports progress (a step, a phase, a checkpoint) and
- * what it is doing (phase, task, op, group); neither is a collective. */
+ * timeout.
+ *
+ * Progress is tracked per lane: the rank's main thread has one, and each
+ * thread that runs steps beside it (a parallel branch, a report step) opens
+ * its own.  Every lane that is not paused must make progress within the
+ * timeout, whatever the others do: a report step that ticks beside a
+ * collective hung on a dead peer does not hide it.  Nothing here is a
+ * collective. */
 #ifndef CAIRN_WATCHDOG_H
 #define CAIRN_WATCHDOG_H
 
 struct watchdog;
+struct watchdog_lane;
 
-/* Start the thread.  timeout > 0: fixed, in seconds; 0: automatic, the
- * larger of floor and the limit watchdog_limit last set.  who names the
- * rank in the message ("rank 3 (node2)").  Errors: CAIRN_ENOMEM,
- * CAIRN_ERUNTIME (no thread). */
-int watchdog_start(double timeout, double floor, const char *who, struct watchdog **out);
-/* Stop and free the thread (accepts NULL, NULLs *w). */
+/* Called once on expiry, from the watchdog's thread, with the message (one
+ * line, no newline), before the process ends. */
+typedef void watchdog_last_words_fn(void *arg, const char *line);
+
+/* Start the thread, with its main lane.  timeout > 0: fixed, in seconds;
+ * 0: automatic, the larger of floor and the limit watchdog_limit last set.
+ * who names the rank in the message ("rank 3 (node2)"); last_words (may be
+ * NULL) gets the message on expiry.  Errors: CAIRN_ENOMEM, CAIRN_ERUNTIME
+ * (no thread). */
+int watchdog_start(double timeout, double floor, const char *who, watchdog_last_words_fn *last_words,
+                   void *arg, struct watchdog **out);
+/* Stop and free the thread and every lane (accepts NULL, NULLs *w). */
 void watchdog_stop(struct watchdog **w);
-/* Progress: the clock starts again. */
-void watchdog_progress(struct watchdog *w);
-/* What the rank does now (shown if it stops there); printf-style. */
-void watchdog_doing(struct watchdog *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The automatic timeout's current value (ignored with a fixed timeout). */
 void watchdog_limit(struct watchdog *w, double seconds);
-/* The automatic timeout is at least this until the next progress: for
- * work whose length is known not from earlier steps but from its size. */
-void watchdog_allow(struct watchdog *w, double seconds);
-/* The timeout now in force, in seconds. */
-double watchdog_timeout(const struct watchdog *w);
+
+/* The main thread's lane (NULL for a NULL watchdog; every lane function
+ * accepts NULL and then does nothing). */
+struct watchdog_lane *watchdog_main(struct watchdog *w);
+/* A new lane, watched from now on, doing `doing` until told otherwise;
+ * NULL if w is NULL or memory is short (the lane is then not watched).
+ * Close it (accepts NULL, NULLs *l) before its thread ends. */
+struct watchdog_lane *watchdog_lane_open(struct watchdog *w, const char *doing);
+void watchdog_lane_close(struct watchdog_lane **l);
+/* Progress on the lane: its clock starts again (and a paused lane is
+ * watched again). */
+void watchdog_progress(struct watchdog_lane *l);
+/* The lane waits for other lanes (a join): not watched until its next
+ * progress. */
+void watchdog_pause(struct watchdog_lane *l);
+/* What the lane does now (shown if it stops there); printf-style. */
+void watchdog_doing(struct watchdog_lane *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The lane may take this much longer than the timeout until its next
+ * progress: for work whose length is known not from earlier steps but
+ * from its size (a checkpoint).  Added to a fixed timeout too. */
+void watchdog_allow(struct watchdog_lane *l, double seconds);
 
 #endif

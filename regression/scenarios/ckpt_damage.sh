@@ -68,6 +68,18 @@ expect_rc all/auto-exit all-auto 0
 expect_grep all/auto-fresh all-auto.out "no committed checkpoint in all/ckpt: starting fresh"
 expect_eq all/result "$(metric all/metrics.jsonl log result | awk '{print $NF}')" 145
 
+# an index that lists 50,000 newer checkpoints whose files are gone: all
+# are marked bad with one index write (one write each was quadratic: a
+# start-up never ended), and the run resumes the newest that is there
+cp -r ref gone
+awk 'BEGIN {for (e = 100; e < 50100; e++) printf "%d\t0\tckpt-e%06d.h5\t1000\tok\n", e, e}' >>gone/ckpt/index
+mpi gone 2 run "$JOBS/counter.cfg" --run-dir gone "${set_2[@]}"
+expect_rc many-missing/exit gone 0
+expect_grep many-missing/resumed gone.out "resuming after epoch 3 "
+expect_count many-missing/each-named gone.out "cannot be loaded: the file is missing; marking it bad" 50000
+expect_eq many-missing/marked-bad "$(ckpt_ls gone/ckpt | awk '$5 == "bad"' | wc -l)" 50000
+expect_eq many-missing/result "$(metric gone/metrics.jsonl log result | awk '{print $NF}')" 145
+
 # a run that dies while loading leaves DIR/loading; after two such runs the
 # third gives up on that checkpoint instead of dying on it forever
 cp -r ref loop

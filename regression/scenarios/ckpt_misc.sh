@@ -68,6 +68,19 @@ mpi cap5 1 run "$JOBS/counter.cfg" --run-dir cap "${cap[@]}"
 expect_rc restart-cap/continues cap5 0
 expect_eq restart-cap/result "$(metric cap/metrics.jsonl log result)" 145
 [ ! -e cap/ckpt/restarts ] && pass restart-cap/progress-resets || fail restart-cap/progress-resets "cap/ckpt/restarts is still there"
+# the same before the first checkpoint: runs killed in the epoch-0 save
+# start fresh each time, and the third start in a row stops that loop too
+for i in 1 2; do
+    CAIRN_FAULT=kill:write:0:0 mpi "fresh$i" 1 run "$JOBS/counter.cfg" --run-dir fresh "${cap[@]}"
+done
+expect_eq restart-cap/fresh-killed "$(cat fresh1.rc fresh2.rc | xargs)" "137 137"
+mpi fresh3 1 run "$JOBS/counter.cfg" --run-dir fresh "${cap[@]}"
+expect_rc restart-cap/fresh-stopped fresh3 3
+expect_grep restart-cap/fresh-message fresh3.err "^cairn: the job has started fresh 3 times in a row and died each time before a checkpoint was committed; stopping to break the restart loop \(checkpoint.max_resumes = 2; remove fresh/ckpt/restarts to allow more\)$"
+expect_grep restart-cap/fresh-exit-status fresh/exit_status "^3 fatal: the job has started fresh 3 times in a row"
+rm fresh/ckpt/restarts
+mpi fresh4 1 run "$JOBS/counter.cfg" --run-dir fresh "${cap[@]}"
+expect_rc restart-cap/fresh-continues fresh4 0
 # a finished run is progress: rerunning a finished job is no restart loop
 for i in 6 7 8; do mpi "cap$i" 1 run "$JOBS/counter.cfg" --run-dir cap "${cap[@]}"; done
 expect_eq restart-cap/finished-reruns "$(cat cap6.rc cap7.rc cap8.rc | xargs)" "0 0 0"

@@ -12,6 +12,10 @@ CAIRN_FAULT=op:add:1:2 mpi onerank 3 run "$JOBS/counter.cfg" --run-dir r1 --set 
 expect_rc one-rank/exit onerank 3
 expect_grep one-rank/names onerank.err "cairn: rank 1 \([^)]*\): epoch 2 step 1: task 'count' \(group main\): op 'add' \([^)]*counter.cfg:[0-9]+\): injected fault"
 expect_grep one-rank/epoch1-done onerank.out "epoch 1 done"
+# ... and leaves its reason where cairn.sbatch and the user read it
+expect_grep one-rank/exit-status r1/exit_status "^3 fatal: rank 1 \([^)]*\): epoch 2 step 1: task 'count' \(group main\): op 'add' \([^)]*counter.cfg:[0-9]+\): injected fault \(CAIRN_FAULT\)$"
+expect_count one-rank/exit-status-one-line r1/exit_status "" 1
+expect_grep one-rank/logged r1/cairn.log "cairn\[1\]: rank 1 \([^)]*\): epoch 2 step 1: task 'count' .*: injected fault"
 
 # every rank fails in a collective: uneven batches cannot be allreduced
 cat >uneven.cfg <<'CFG'
@@ -58,8 +62,62 @@ expect_rc watchdog/exit wd 3
 expect_grep watchdog/paused wd.err "rank 1: CAIRN_FAULT pauses this rank at write"
 expect_grep watchdog/rank0 wd.err "cairn: rank 0 \([^)]+\): watchdog: no progress for 2 s \(watchdog.timeout 2 s\) in saving the checkpoint of epoch 2 step 0 \(collective HDF5 I/O over all ranks\); a peer rank or its node is probably gone: ending the job"
 expect_grep watchdog/rank1 wd.err "cairn: rank 1 \([^)]+\): watchdog: no progress for 2 s"
+expect_grep watchdog/exit-status wd/exit_status "^3 stalled: rank [01] \([^)]+\): watchdog: no progress for 2 s"
+expect_grep watchdog/logged wd/cairn.log "cairn(\[1\])?: rank [01] \([^)]+\): watchdog: no progress for 2 s"
 expect_eq watchdog/committed "$(ckpt_ls wd/ckpt | awk '$5 == "ok" {print $1}' | xargs)" "0 1"
 mpi wd-rerun 2 run "$JOBS/counter.cfg" --run-dir wd --set groups.0.ranks=2
 expect_rc watchdog/rerun wd-rerun 0
 expect_grep watchdog/resumed wd-rerun.out "resuming after epoch 1 "
 expect_eq watchdog/result "$(metric wd/metrics.jsonl log result)" "$(metric wd-ref/metrics.jsonl log result)"
+
+# Each lane is watched on its own: an op that never ends (a 60 s sleep
+# standing in for a collective hung on a dead peer) ends the run after
+# watchdog.timeout beside a report step that logs every 100 ms, and in a
+# parallel branch beside a busy one; before, their progress hid it.
+cat >lanes-report.cfg <<'CFG'
+name = "lanes";
+groups = ( { name = "g"; ranks = 1; } );
+init = ( { group = "g"; steps = ( { op = "fill"; out = "n"; dtype = "i64"; value = 0; } ); } );
+epoch = ( { group = "g"; steps = (
+    { report = 100; steps = ( { op = "log"; in = "n"; } ); },
+    { op = "sleep"; ms = 60000; }
+  ); } );
+stop = { max_epochs = 1; };
+watchdog = { timeout = 2; };
+CFG
+mpi lanes-report 1 run lanes-report.cfg --run-dir lanes-report
+expect_rc lanes/report-exit lanes-report 3
+expect_grep lanes/report-names-op lanes-report.err "watchdog: no progress for 2 s \(watchdog.timeout 2 s\) in epoch 1 step 1: task '[^']*' \(group g\): op 'sleep' \(lanes-report.cfg:6\)"
+cat >lanes-branch.cfg <<'CFG'
+name = "lanes";
+groups = ( { name = "g"; ranks = 1; } );
+init = ( { group = "g"; steps = ( { op = "fill"; out = "n"; dtype = "i64"; value = 0; } ); } );
+epoch = ( { group = "g"; steps = ( { parallel = (
+    ( { loop = 100000; steps = ( { op = "sleep"; ms = 10; } ); } ),
+    ( { op = "sleep"; ms = 60000; } ) ); } ); } );
+stop = { max_epochs = 1; };
+watchdog = { timeout = 2; };
+CFG
+mpi lanes-branch 1 run lanes-branch.cfg --run-dir lanes-branch
+expect_rc lanes/branch-exit lanes-branch 3
+expect_grep lanes/branch-names-op lanes-branch.err "watchdog: no progress for 2 s \(watchdog.timeout 2 s\) in epoch 1 step 1: task '[^']*' \(group g\): op 'sleep' \(lanes-branch.cfg:6\)"
+
+# A save that is slow but healthy (rank 0, which holds 200 MB, waits 3 s in
+# the middle of it) ends no rank, not even rank 1, which holds nothing and
+# waits in the collective I/O: every rank's allowance comes from the whole
+# file (200 MB at 50 MB/s: 4 s) and adds to a fixed watchdog.timeout.
+cat >slowsave.cfg <<'CFG'
+name = "slowsave";
+groups = ( { name = "store"; ranks = 1; }, { name = "idle"; ranks = 1; } );
+init = ( { group = "store"; steps = ( { op = "fill"; out = "x"; shape = [25000000]; dtype = "f64"; value = 1.0; } ); },
+         { group = "idle"; steps = ( { op = "fill"; out = "n"; dtype = "i64"; value = 0; } ); } );
+epoch = ( { group = "store"; steps = ( { op = "scale"; in = "x"; out = "x"; factor = 2.0; } ); },
+          { group = "idle"; steps = ( { op = "sleep"; ms = 0; } ); } );
+stop = { max_epochs = 1; };
+checkpoint = { keep = 1; };
+watchdog = { timeout = 1; };
+CFG
+CAIRN_FAULT=slow:write:0:1 mpi slowsave 2 run slowsave.cfg --run-dir slowsave
+expect_rc slow-save/exit slowsave 0
+expect_grep slow-save/was-slow slowsave.err "rank 0: CAIRN_FAULT holds this rank at write for 3 s"
+expect_grep slow-save/saved slowsave.out "checkpoint saved: epoch 1 step 0 "

@@ -188,6 +188,18 @@ for L in mpirun srun; do
     expect_grep "died-$L/resumed" "died-$L/cairn.log" "resuming after epoch 1 "
     same_bytes "died-$L/same-model-bytes" base/model.h5 "died-$L/model.h5"
 done
+# a failure cairn diagnosed itself (an op fails on rank 1 in epoch 2): its
+# reason is in exit_status and cairn.log, and a rerun cannot help, so
+# cairn.sbatch neither reruns nor requeues it, under either launcher
+for L in mpirun srun; do
+    j=$(CAIRN_FAULT=op:train_step:1:2 submit "fatal-$L" $L)
+    expect_eq "fatal-$L/failed" "$(job_wait "$j")" FAILED
+    expect_grep "fatal-$L/exit-status" "fatal-$L/exit_status" "^3 fatal: rank 1 \([^)]+\): epoch 2 step 1: task 'train1' \(group stage1\): op 'train_step' .*: injected fault"
+    expect_grep "fatal-$L/logged" "fatal-$L/cairn.log" "cairn\[1\]: rank 1 .*op 'train_step' .*: injected fault"
+    expect_grep "fatal-$L/said" "fatal-$L.out" "cairn.sbatch: cairn exited with 3"
+    expect_count "fatal-$L/ran-once" "fatal-$L.out" "cairn.sbatch: job" 1
+    expect_count "fatal-$L/not-requeued" "fatal-$L.out" "requeueing" 0
+done
 first_run_fault kill:write:1:2
 j=$(CAIRN=$PWD/once.sh submit died-norq mpirun -- --no-requeue)
 expect_eq died-no-requeue/failed "$(job_wait "$j")" FAILED

@@ -54,6 +54,56 @@ static void checksum_sees_changes(void **state)
     assert_string_not_equal(h1, h2);
 }
 
+static int by_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Every pair of flipped bits in a dataset changes the checksum: the two
+ * flipped sign bits that cancelled in the first, linear version; all pairs
+ * within one element; and all pairs in different elements, found at once
+ * by sorting each single flip's change d and looking for a -d. */
+static void checksum_sees_two_flips(void **state)
+{
+    (void)state;
+    enum { N = 200, BITS = N * 64 };
+    double v[N];
+    for (int i = 0; i < N; i++) v[i] = i % 7 ? i * 0.37 - 5 : 0.0;
+    const uint64_t base = checksum_part(v, 8, N, 0);
+    double w[N];
+    memcpy(w, v, sizeof w);
+    w[10] = -w[10], w[20] = -w[20];
+    assert_true(checksum_part(w, 8, N, 0) != base);
+    uint64_t *d = malloc(BITS * sizeof *d), *neg = malloc(BITS * sizeof *neg);
+    assert_non_null(d);
+    assert_non_null(neg);
+    for (int i = 0; i < N; i++) {
+        uint64_t x;
+        memcpy(&x, &v[i], 8);
+        for (int b = 0; b < 64; b++) {
+            uint64_t y = x ^ (UINT64_C(1) << b);
+            d[i * 64 + b] = checksum_part(&y, 8, 1, i) - checksum_part(&x, 8, 1, i);
+            for (int c = b + 1; c < 64; c++) {
+                uint64_t z = y ^ (UINT64_C(1) << c);
+                assert_true(checksum_part(&z, 8, 1, i) != checksum_part(&x, 8, 1, i));
+            }
+        }
+    }
+    for (int k = 0; k < BITS; k++) neg[k] = -d[k];
+    qsort(d, BITS, sizeof *d, by_u64);
+    qsort(neg, BITS, sizeof *neg, by_u64);
+    int hits = 0;
+    for (int a = 0, b = 0; a < BITS && b < BITS;) { /* d_p + d_q == 0 for some p, q */
+        if (d[a] == neg[b]) hits++, a++;
+        else if (d[a] < neg[b]) a++;
+        else b++;
+    }
+    assert_int_equal(hits, 0);
+    free(d);
+    free(neg);
+}
+
 static char dir[] = "/tmp/cairn-unit-XXXXXX";
 
 static void index_round_trip(void **state)
@@ -82,7 +132,7 @@ static void index_round_trip(void **state)
     assert_int_equal(ckpt_index_write_tmp(dir, &idx), 0);
     assert_int_equal(ckpt_index_read(dir, &back), 0); /* not committed yet */
     assert_int_equal(back.n, 0);
-    assert_int_equal(ckpt_index_commit_tmp(dir), 0);
+    assert_int_equal(ckpt_index_commit_tmp(dir, NULL), 0);
     assert_int_equal(ckpt_index_read(dir, &back), 0);
     assert_int_equal(back.n, 2);
     assert_false(back.v[1].ok);
@@ -135,6 +185,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(checksum_splits_add_up),
         cmocka_unit_test(checksum_sees_changes),
+        cmocka_unit_test(checksum_sees_two_flips),
         cmocka_unit_test(index_round_trip),
         cmocka_unit_test(index_rejects_garbage),
     };

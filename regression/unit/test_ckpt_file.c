@@ -277,13 +277,21 @@ static void damage(const char *kind, hid_t f)
         put_str(f, "/", "format_version", "2");
     } else if (!strcmp(kind, "ranks_array")) {
         i64_array(f, "/groups/main", "ranks");
-    } else if (!strcmp(kind, "settings_array")) {
-        char *s = get_str(f, "settings");
+    } else if (!strcmp(kind, "first_rank_array")) {
+        i64_array(f, "/groups/main", "first_rank");
+    } else if (!strcmp(kind, "first_rank_big")) {
+        int64_t v = 1000;
+        put(f, "/groups/main", "first_rank", H5T_NATIVE_INT64, 0, &v);
+    } else if (!strcmp(kind, "settings_array") || !strcmp(kind, "job_name_array") ||
+               !strcmp(kind, "digest_array") || !strcmp(kind, "cairn_version_array")) {
+        char name[16];
+        snprintf(name, sizeof name, "%.*s", (int)(strstr(kind, "_array") - kind), kind);
+        char *s = get_str(f, name);
         size_t n = strlen(s) + 1;
         char *many = calloc(64, n);
         for (int i = 0; i < 64; i++) memcpy(many + i * n, s, n);
         hid_t t = str_type(n, H5T_STR_NULLTERM);
-        put(f, "/", "settings", t, 64, many);
+        put(f, "/", name, t, 64, many);
         H5Tclose(t);
         free(many);
         free(s);
@@ -329,6 +337,8 @@ static void damage(const char *kind, hid_t f)
         char name[32];
         snprintf(name, sizeof name, "%.*s", (int)(strstr(kind, "_missing") - kind), kind);
         assert_true(H5Adelete(f, name) >= 0);
+    } else if (!strcmp(kind, "alg_older")) { /* sound, but an earlier cairn's */
+        put_str(f, "/", "checksum_alg", CAIRN_CHECKSUM_OLD);
     } else if (!strcmp(kind, "checksum_float")) {
         double one = 1;
         put(f, T, "checksum", H5T_NATIVE_DOUBLE, 0, &one);
@@ -412,6 +422,9 @@ static void damage_is_refused(void **state)
         {"checksum_alg_missing", CAIRN_ECORRUPT}, {"checksum_float", CAIRN_ECORRUPT},
         {"unterminated", 0},                {"value_flipped", CAIRN_ECORRUPT},
         {"checksum_wrong", CAIRN_ECORRUPT}, {"rows_added", CAIRN_ECORRUPT},
+        {"alg_older", CAIRN_EINPUT},        {"job_name_array", CAIRN_ECORRUPT},
+        {"digest_array", CAIRN_ECORRUPT},   {"cairn_version_array", CAIRN_ECORRUPT},
+        {"first_rank_array", CAIRN_ECORRUPT}, {"first_rank_big", CAIRN_ECORRUPT},
     };
     struct fx f;
     fx_open(&f, job_text);
@@ -422,6 +435,12 @@ static void damage_is_refused(void **state)
         if (rc != cases[i].want || vrc != cases[i].want)
             fail_msg("%s: the loader returned %d, verify %d, want %d (%s)", cases[i].kind, rc, vrc,
                      cases[i].want, cairn_errmsg());
+        /* extract reads what it copies through the same checks (it may
+         * succeed where the damage is in a blob it does not take) */
+        int xrc = ckpt_file_extract("ck_bad.h5", (const char *const[]){"main/total"}, 1, "ck_x.h5");
+        if (xrc != 0 && xrc != cases[i].want)
+            fail_msg("%s: extract returned %d, want %d or 0 (%s)", cases[i].kind, xrc, cases[i].want,
+                     cairn_errmsg());
     }
     size_t n;
     free(slurp("ck_good.h5", &n));

@@ -385,11 +385,21 @@ cleanup:
 
 /* RUN_DIR/exit_status: cairn's own exit code, for a batch script whose
  * launcher reports another (mpirun signalled by Slurm returns 1 after its
- * ranks exited 75).  Best effort: the run's outcome does not depend on it. */
-static void write_exit_status(const char *run_dir, int code)
+ * ranks exited 75), and for a failure the reason, as runtime_last_words
+ * leaves it: "2 input: ..." or "3 fatal: ...".  Best effort: the run's
+ * outcome does not depend on it. */
+static void write_exit_status(const char *run_dir, int rc)
 {
-    char path[4200], text[16];
-    int n = snprintf(text, sizeof text, "%d\n", code);
+    char path[4200], text[4200];
+    int code = cairn_exit_code(rc);
+    const char *kind = code == CAIRN_EXIT_INPUT ? "input" : "fatal";
+    int n = code == 0 || code == CAIRN_EXIT_PREEMPTED
+                ? snprintf(text, sizeof text, "%d\n", code)
+                : snprintf(text, sizeof text, "%d %s: %.4000s\n", code, kind, cairn_errmsg());
+    if (n < 0) return;
+    if ((size_t)n >= sizeof text) n = (int)sizeof text - 1;
+    for (int i = 0; i < n - 1; i++)
+        if (text[i] == '\n') text[i] = ' ';
     if (fsx_join(path, sizeof path, run_dir, "exit_status") == 0 && fsx_mkdir_p(run_dir) == 0)
         fsx_write_atomic(path, text, (size_t)n);
 }
@@ -444,7 +454,7 @@ static int cmd_run(int argc, char **argv)
         diags_print(&d, stderr);
         if (d.n == 0) fprintf(stderr, "cairn: %s\n", cairn_errmsg());
     }
-    if (me == 0 && ran) write_exit_status(run_dir, cairn_exit_code(rc));
+    if (me == 0 && ran) write_exit_status(run_dir, rc);
     diags_free(&d);
     plan_destroy(&plan);
     job_destroy(&job);

@@ -6,22 +6,30 @@
 
 #define K UINT64_C(0x9e3779b97f4a7c15)
 
+/* A bijection of 64-bit words that spreads every input bit over the whole
+ * output (two rounds of xor-shift and multiply by an odd constant). */
+static inline uint64_t mix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
 uint64_t checksum_part(const void *data, size_t elem_size, int64_t n, int64_t first)
 {
-    uint64_t sum = 0, m = 2 * (uint64_t)first + 1;
+    uint64_t sum = 0, at = (uint64_t)first * K;
+    const unsigned char *p = data;
     if (elem_size == 8) {
-        const unsigned char *p = data;
-        for (int64_t i = 0; i < n; i++, m += 2) {
+        for (int64_t i = 0; i < n; i++, at += K) {
             uint64_t x;
             memcpy(&x, p + 8 * i, 8);
-            sum += (x + K) * m;
+            sum += mix(x ^ at);
         }
     } else {
-        const unsigned char *p = data;
-        for (int64_t i = 0; i < n; i++, m += 2) {
+        for (int64_t i = 0; i < n; i++, at += K) {
             uint32_t x;
             memcpy(&x, p + 4 * i, 4);
-            sum += ((uint64_t)x + K) * m;
+            sum += mix((uint64_t)x ^ at);
         }
     }
     return sum;

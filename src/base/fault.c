@@ -15,7 +15,8 @@ int fault_parse(const char *spec, struct fault *f)
 {
     static const char *const kinds[] = {[FAULT_OP] = "op", [FAULT_KILL] = "kill",
                                         [FAULT_SIGNAL] = "signal", [FAULT_CLOCK] = "clock",
-                                        [FAULT_FILL] = "fill", [FAULT_PAUSE] = "pause"};
+                                        [FAULT_FILL] = "fill", [FAULT_PAUSE] = "pause",
+                                        [FAULT_SLOW] = "slow"};
     *f = (struct fault){.epoch = -1};
     if (!spec || !*spec) return 0;
     char kind[16] = "", what[64] = "";
@@ -31,8 +32,8 @@ int fault_parse(const char *spec, struct fault *f)
         return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
                              "CAIRN_FAULT='%s' is not op:NAME:RANK[:EPOCH], "
                              "kill:POINT:RANK[:EPOCH], signal:SIGNAL:RANK[:EPOCH], "
-                             "clock:SECONDS:RANK[:EPOCH], fill:POINT:RANK[:EPOCH] or "
-                             "pause:POINT:RANK[:EPOCH]",
+                             "clock:SECONDS:RANK[:EPOCH], fill:POINT:RANK[:EPOCH], "
+                             "pause:POINT:RANK[:EPOCH] or slow:POINT:RANK[:EPOCH]",
                              spec);
     f->set = true;
     f->kind = (enum fault_kind)k;
@@ -83,6 +84,11 @@ void fault_point(const struct fault *f, int rank, const char *point, int64_t epo
         fprintf(stderr, "cairn: rank %d: CAIRN_FAULT pauses this rank at %s\n", rank, point);
         fflush(stderr);
         for (;;) pause(); /* until a signal's default action ends the process */
+    }
+    if (matches(f, FAULT_SLOW, rank, epoch) && strcmp(f->what, point) == 0) {
+        fprintf(stderr, "cairn: rank %d: CAIRN_FAULT holds this rank at %s for %d s\n", rank, point,
+                FAULT_SLOW_SECONDS);
+        sleep(FAULT_SLOW_SECONDS);
     }
 }
 

@@ -105,6 +105,17 @@ cleanup:
     return rc;
 }
 
+int fsx_write_new(const char *path, const void *data, size_t len)
+{
+    int rc = 0, fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    CAIRN_CHECK_ERRNO(fd >= 0, CAIRN_EIO, "cannot create %s", path);
+    CAIRN_CHECK(write_fd(fd, data, len, path));
+    CAIRN_CHECK_ERRNO(fsync(fd) == 0, CAIRN_EIO, "cannot fsync %s", path);
+cleanup:
+    if (fd >= 0) close(fd);
+    return rc;
+}
+
 int fsx_read_all(const char *path, char **data, size_t *len)
 {
     int rc = 0;

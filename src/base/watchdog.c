@@ -12,49 +12,67 @@
 #include <string.h>
 #include <unistd.h>
 
+struct watchdog_lane {
+    struct watchdog *w;
+    struct watchdog_lane *next; /* in w->lanes */
+    bool paused;
+    double allow; /* watchdog_allow's, until the lane's next progress */
+    double last;  /* clock_now() of the lane's last progress */
+    char doing[512];
+};
+
 struct watchdog {
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool stop;
     double fixed, floor, limit; /* seconds */
-    double allow;               /* watchdog_allow's, until the next progress */
-    double last;                /* clock_now() of the last progress */
+    struct watchdog_lane *lanes, main;
     char who[96];
-    char doing[512];
+    watchdog_last_words_fn *last_words;
+    void *arg;
 };
 
-double watchdog_timeout(const struct watchdog *w)
+static double base_timeout(const struct watchdog *w)
 {
     if (w->fixed > 0) return w->fixed;
-    double t = w->limit > w->floor ? w->limit : w->floor;
-    return w->allow > t ? w->allow : t;
+    return w->limit > w->floor ? w->limit : w->floor;
 }
 
-/* No progress for the timeout: say where, then end the process at once
- * (exit 3); the launcher sees a failed rank and ends the job. */
-static _Noreturn void expire(struct watchdog *w, double idle)
+/* A lane made no progress for its bound: say where, then end the process
+ * at once (exit 3); the launcher sees a failed rank and ends the job. */
+static _Noreturn void expire(struct watchdog *w, const struct watchdog_lane *l, double idle)
 {
-    char line[1024];
+    char line[1024], allow[64] = "";
+    if (l->allow >= 0.5) snprintf(allow, sizeof allow, ", plus %.0f s for the checkpoint's size", l->allow);
     int n = snprintf(line, sizeof line,
-                     "cairn: %s: watchdog: no progress for %.0f s (watchdog.timeout %.0f s) in %s; "
+                     "cairn: %s: watchdog: no progress for %.0f s (watchdog.timeout %.0f s%s) in %s; "
                      "a peer rank or its node is probably gone: ending the job\n",
-                     w->who, idle, watchdog_timeout(w), *w->doing ? w->doing : "start-up");
+                     w->who, idle, base_timeout(w), allow, *l->doing ? l->doing : "start-up");
     if (n > 0) {
         ssize_t ignored = write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
         (void)ignored;
+        line[strcspn(line, "\n")] = 0;
+        if (w->last_words) w->last_words(w->arg, line + strlen("cairn: "));
     }
     _exit(cairn_exit_code(CAIRN_ERUNTIME));
 }
 
+/* Every lane is watched on its own: one lane's progress never vouches for
+ * another's (a report step that ticks beside a hung collective, a busy
+ * parallel branch beside a stuck one). */
 static void *watch(void *arg)
 {
     struct watchdog *w = arg;
     pthread_mutex_lock(&w->mu);
     while (!w->stop) {
-        double idle = clock_now() - w->last, left = watchdog_timeout(w) - idle;
-        if (left <= 0) expire(w, idle);
-        double nap = left < 1 ? left : 1;
+        double now = clock_now(), nap = 1;
+        for (const struct watchdog_lane *l = w->lanes; l; l = l->next) {
+            if (l->paused) continue;
+            double idle = now - l->last, left = base_timeout(w) + l->allow - idle;
+            if (left <= 0) expire(w, l, idle);
+            if (left < nap) nap = left;
+        }
         struct timespec until;
         clock_gettime(CLOCK_REALTIME, &until);
         until.tv_sec += (time_t)nap;
@@ -66,14 +84,18 @@ static void *watch(void *arg)
     return NULL;
 }
 
-int watchdog_start(double timeout, double floor, const char *who, struct watchdog **out)
+int watchdog_start(double timeout, double floor, const char *who, watchdog_last_words_fn *last_words,
+                   void *arg, struct watchdog **out)
 {
     struct watchdog *w = calloc(1, sizeof *w);
     *out = NULL;
     if (!w) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
     w->fixed = timeout;
     w->floor = floor;
-    w->last = clock_now();
+    w->last_words = last_words;
+    w->arg = arg;
+    w->main = (struct watchdog_lane){.w = w, .last = clock_now()};
+    w->lanes = &w->main;
     snprintf(w->who, sizeof w->who, "%s", who);
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
@@ -96,37 +118,82 @@ void watchdog_stop(struct watchdog **wp)
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->thread, NULL);
+    while (w->lanes != &w->main) { /* lanes a caller left open */
+        struct watchdog_lane *l = w->lanes;
+        w->lanes = l->next;
+        free(l);
+    }
     pthread_cond_destroy(&w->cv);
     pthread_mutex_destroy(&w->mu);
     free(w);
     *wp = NULL;
 }
 
-void watchdog_progress(struct watchdog *w)
+struct watchdog_lane *watchdog_main(struct watchdog *w) { return w ? &w->main : NULL; }
+
+struct watchdog_lane *watchdog_lane_open(struct watchdog *w, const char *doing)
 {
-    if (!w) return;
+    if (!w) return NULL;
+    struct watchdog_lane *l = calloc(1, sizeof *l);
+    if (!l) return NULL; /* unwatched rather than failed: the main lane still is */
+    l->w = w;
+    l->last = clock_now();
+    snprintf(l->doing, sizeof l->doing, "%s", doing);
     pthread_mutex_lock(&w->mu);
-    w->last = clock_now();
-    w->allow = 0;
+    l->next = w->lanes;
+    w->lanes = l;
     pthread_mutex_unlock(&w->mu);
+    return l;
 }
 
-void watchdog_allow(struct watchdog *w, double seconds)
+void watchdog_lane_close(struct watchdog_lane **lp)
 {
-    if (!w) return;
+    if (!lp || !*lp) return;
+    struct watchdog_lane *l = *lp;
+    struct watchdog *w = l->w;
     pthread_mutex_lock(&w->mu);
-    w->allow = seconds;
+    struct watchdog_lane **p = &w->lanes;
+    while (*p && *p != l) p = &(*p)->next;
+    if (*p) *p = l->next;
     pthread_mutex_unlock(&w->mu);
+    if (l != &w->main) free(l);
+    *lp = NULL;
 }
 
-void watchdog_doing(struct watchdog *w, const char *fmt, ...)
+void watchdog_progress(struct watchdog_lane *l)
 {
-    if (!w) return;
+    if (!l) return;
+    pthread_mutex_lock(&l->w->mu);
+    l->last = clock_now();
+    l->allow = 0;
+    l->paused = false;
+    pthread_mutex_unlock(&l->w->mu);
+}
+
+void watchdog_pause(struct watchdog_lane *l)
+{
+    if (!l) return;
+    pthread_mutex_lock(&l->w->mu);
+    l->paused = true;
+    pthread_mutex_unlock(&l->w->mu);
+}
+
+void watchdog_allow(struct watchdog_lane *l, double seconds)
+{
+    if (!l) return;
+    pthread_mutex_lock(&l->w->mu);
+    l->allow = seconds;
+    pthread_mutex_unlock(&l->w->mu);
+}
+
+void watchdog_doing(struct watchdog_lane *l, const char *fmt, ...)
+{
+    if (!l) return;
     va_list ap;
     va_start(ap, fmt);
-    pthread_mutex_lock(&w->mu);
-    vsnprintf(w->doing, sizeof w->doing, fmt, ap);
-    pthread_mutex_unlock(&w->mu);
+    pthread_mutex_lock(&l->w->mu);
+    vsnprintf(l->doing, sizeof l->doing, fmt, ap);
+    pthread_mutex_unlock(&l->w->mu);
     va_end(ap);
 }
 

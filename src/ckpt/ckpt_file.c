@@ -634,12 +634,16 @@ static int check_group(hid_t f, struct entry *e, int64_t world_size)
         CAIRN_FAIL(CAIRN_ECORRUPT, "group %s is missing", path);
     g = H5Gopen2(f, path, H5P_DEFAULT);
     if (g < 0) CAIRN_FAIL(CAIRN_ECORRUPT, "%s is not a group", path);
+    int64_t first = 0;
     rc = attr_get_i64(g, "ranks", 1, world_size, &e->ranks);
+    if (rc == 0) rc = attr_get_i64(g, "first_rank", 0, world_size - 1, &first);
     if (rc) cairn_err_wrap(rc, "%s: ", path);
 cleanup:
     if (g >= 0) H5Gclose(g);
     return rc;
 }
+
+static const char *const text_attrs[] = {"job_name", "digest", "cairn_version", "layout", NULL};
 
 /* The root attributes, each of its type and range. */
 static int read_root(hid_t f, struct contents *c)
@@ -651,6 +655,10 @@ static int read_root(hid_t f, struct contents *c)
     CAIRN_CHECK(attr_get_i64(f, "format_version", 0, INT32_MAX, &fmt));
     c->format = fmt;
     CAIRN_CHECK(attr_get_str(f, "checksum_alg", &alg));
+    if (strcmp(alg, CAIRN_CHECKSUM_OLD) == 0)
+        CAIRN_FAIL(CAIRN_EINPUT, "it was written by an earlier cairn (checksums %s; this cairn "
+                                 "writes and reads %s): resume it with that version, or start over",
+                   CAIRN_CHECKSUM_OLD, CAIRN_CHECKSUM_NAME);
     if (strcmp(alg, CAIRN_CHECKSUM_NAME) != 0)
         CAIRN_FAIL(CAIRN_ECORRUPT, "its checksum algorithm is '%.32s', not %s", alg, CAIRN_CHECKSUM_NAME);
     CAIRN_CHECK(attr_get_i64(f, "epoch", 0, CKPT_MAX_COUNT, &c->meta.epoch));
@@ -660,6 +668,13 @@ static int read_root(hid_t f, struct contents *c)
     CAIRN_CHECK(attr_get_i64(f, "seed", INT64_MIN, INT64_MAX, &c->seed));
     CAIRN_CHECK(attr_get_i64(f, "world_size", 1, CKPT_MAX_RANKS, &c->world_size));
     CAIRN_CHECK(attr_get_str(f, "settings", &c->settings));
+    /* not used to load, but extract copies them: each one string too */
+    for (const char *const *n = text_attrs; *n; n++) {
+        char *s = NULL;
+        rc = attr_get_str(f, *n, &s);
+        free(s);
+        CAIRN_CHECK(rc);
+    }
 cleanup:
     free(alg);
     return rc;
@@ -1237,22 +1252,24 @@ cleanup:
     return rc;
 }
 
-static int copy_attrs(hid_t from, hid_t to, const char *const *names)
+/* The checked root attributes an extract carries, rewritten as cairn
+ * writes them (never copied raw: the file is untrusted). */
+static int copy_attrs(hid_t from, hid_t to, const struct contents *c)
 {
     int rc = 0;
-    for (const char *const *n = names; *n; n++) {
-        hid_t a = H5Aopen(from, *n, H5P_DEFAULT), t = H5I_INVALID_HID;
-        if (a < 0) continue;
-        t = H5Aget_type(a);
-        size_t size = t >= 0 ? H5Tget_size(t) : 0;
-        char *buf = calloc(size + 1, 1);
-        if (!buf || t < 0 || H5Aread(a, t, buf) < 0 || h5_attr_put(to, *n, t, buf) != 0)
-            rc = cairn_err_set(CAIRN_EHDF5, __FILE__, __LINE__, "cannot copy attribute %s", *n);
-        free(buf);
-        if (t >= 0) H5Tclose(t);
-        H5Aclose(a);
-        if (rc) break;
+    char *s = NULL;
+    for (int i = 0; i < 3; i++) {
+        static const char *const names[] = {"job_name", "digest", "cairn_version"};
+        CAIRN_CHECK(attr_get_str(from, names[i], &s));
+        CAIRN_CHECK(h5_attr_put_str(to, names[i], s));
+        free(s);
+        s = NULL;
     }
+    CAIRN_CHECK(h5_attr_put_i64(to, "epoch", c->meta.epoch));
+    CAIRN_CHECK(h5_attr_put_i64(to, "step", c->meta.step));
+    CAIRN_CHECK(h5_attr_put_i64(to, "seed", c->seed));
+cleanup:
+    free(s);
     return rc;
 }
 
@@ -1292,12 +1309,11 @@ int ckpt_file_extract(const char *path, const char *const *blobs, int n, const c
     int rc = 0;
     hid_t f = H5I_INVALID_HID, o = H5I_INVALID_HID;
     struct contents c = {0};
-    static const char *const meta[] = {"job_name", "epoch", "step", "seed", "digest", "cairn_version", NULL};
     h5_quiet();
     CAIRN_CHECK(open_checked(path, H5P_DEFAULT, &f, &c));
     o = h5_create_file(out, H5P_DEFAULT);
     if (o < 0) CAIRN_FAIL(CAIRN_EIO, "cannot create %s", out);
-    CAIRN_CHECK(copy_attrs(f, o, meta));
+    CAIRN_CHECK(copy_attrs(f, o, &c));
     for (int i = 0; i < n; i++) CAIRN_CHECK(extract_one(f, &c, o, blobs[i]));
 cleanup:
     if (o >= 0 && H5Fclose(o) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");

@@ -66,7 +66,7 @@ static int by_position(const void *a, const void *b)
  * per line would be quadratic in a long index. */
 static int collect(struct seq_entry *v, int n, struct ckpt_index *idx)
 {
-    qsort(v, (size_t)n, sizeof *v, by_position);
+    if (n > 0) qsort(v, (size_t)n, sizeof *v, by_position); /* v is NULL for no entries */
     idx->v = calloc((size_t)n + 1, sizeof *idx->v);
     if (!idx->v) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
     for (int i = 0; i < n; i++) {
@@ -139,13 +139,15 @@ cleanup:
     return rc;
 }
 
-int ckpt_index_commit_tmp(const char *dir)
+int ckpt_index_commit_tmp(const char *dir, bool *replaced)
 {
     int rc = 0;
     char tmp[4200], path[4200];
+    if (replaced) *replaced = false;
     CAIRN_CHECK(fsx_join(tmp, sizeof tmp, dir, "index.tmp"));
     CAIRN_CHECK(fsx_join(path, sizeof path, dir, "index"));
     CAIRN_CHECK_ERRNO(rename(tmp, path) == 0, CAIRN_EIO, "cannot rename %s", tmp);
+    if (replaced) *replaced = true;
     CAIRN_CHECK(fsx_fsync_path(dir));
 cleanup:
     return rc;

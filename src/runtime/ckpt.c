@@ -36,6 +36,7 @@ struct ckpt_mgr {
     struct ckpt_meta last;         /* the position this run last committed or resumed ... */
     bool committed;                /* ... if there is one */
     double longest;
+    double rate; /* bytes per second of this run's last save (every rank), 0: none yet */
 };
 
 static bool is_root(const struct ckpt_mgr *c) { return c->rt->layout->rank == 0; }
@@ -73,31 +74,39 @@ static int make_view(const struct ckpt_mgr *c, struct ckpt_view *v, struct tenso
 }
 
 /* A save or load may take longer than any step before it (a large state, a
- * busy file system; the first save comes before any step): the automatic
- * watchdog timeout allows `bytes` at a slow parallel file system's pace. */
+ * busy file system; the first save comes before any step): every rank's
+ * watchdog allows the whole file's `bytes` at a slow parallel file
+ * system's pace, or at a third of this run's last save rate if that is
+ * slower, on top of its timeout.  Every rank: one that holds nothing waits
+ * in the same collective I/O as the one that holds the most. */
 #define CKPT_SLOW_RATE 50e6 /* bytes per second */
 
 static void watch_io(const struct ckpt_mgr *c, double bytes)
 {
-    watchdog_progress(c->rt->watchdog);
-    watchdog_allow(c->rt->watchdog, bytes / CKPT_SLOW_RATE);
+    double allow = bytes / CKPT_SLOW_RATE;
+    if (c->rate > 0 && 3 * bytes / c->rate > allow) allow = 3 * bytes / c->rate;
+    watchdog_progress(watchdog_main(c->rt->watchdog));
+    watchdog_allow(watchdog_main(c->rt->watchdog), allow);
 }
 
-static int file_write(const struct ckpt_mgr *c, const char *path, const struct ckpt_meta *m,
+static int file_write(struct ckpt_mgr *c, const char *path, const struct ckpt_meta *m,
                       struct ckpt_io *io)
 {
     struct ckpt_view v;
     struct tensor **t = NULL;
-    double mine = 0; /* this rank's state, times the ranks: a bound on the file for sharded state */
+    double mine = 0, all = 0, t0 = clock_now();
     const struct layout *l = c->rt->layout;
     for (int b = 0; l->gid >= 0 && b < c->rt->plan->groups[l->gid].n_blobs; b++)
         if (c->rt->plan->groups[l->gid].blobs[b].persistent) mine += (double)c->rt->ws->v[b].t.cap;
-    watch_io(c, mine * l->size);
-    watchdog_doing(c->rt->watchdog, "saving the checkpoint of epoch %lld step %lld (collective "
+    int rc = coll_allreduce(&mine, &all, 1, MPI_DOUBLE, MPI_SUM, world(c)); /* the file's size, about */
+    if (rc) return rc;
+    watch_io(c, all);
+    watchdog_doing(watchdog_main(c->rt->watchdog), "saving the checkpoint of epoch %lld step %lld (collective "
                    "HDF5 I/O over all ranks)", (long long)m->epoch, (long long)m->step);
-    int rc = coll_agree(world(c), make_view(c, &v, &t));
+    rc = coll_agree(world(c), make_view(c, &v, &t));
     if (rc == 0) rc = ckpt_file_write(&v, path, m, io);
-    watchdog_progress(c->rt->watchdog);
+    watchdog_progress(watchdog_main(c->rt->watchdog));
+    if (rc == 0 && clock_now() > t0) c->rate = all / (clock_now() - t0);
     free(t);
     return rc;
 }
@@ -110,10 +119,10 @@ static int file_read(const struct ckpt_mgr *c, const char *path, struct ckpt_met
     struct tensor **t = NULL;
     const struct layout *l = c->rt->layout;
     watch_io(c, (double)fsx_file_size(path));
-    watchdog_doing(c->rt->watchdog, "loading checkpoint %s (collective HDF5 I/O over all ranks)", path);
+    watchdog_doing(watchdog_main(c->rt->watchdog), "loading checkpoint %s (collective HDF5 I/O over all ranks)", path);
     int rc = coll_agree(world(c), make_view(c, &v, &t));
     if (rc == 0) rc = ckpt_file_read(&v, path, m, io);
-    watchdog_progress(c->rt->watchdog);
+    watchdog_progress(watchdog_main(c->rt->watchdog));
     for (int b = 0; rc == 0 && l->gid >= 0 && b < c->rt->plan->groups[l->gid].n_blobs; b++)
         if (c->rt->plan->groups[l->gid].blobs[b].persistent) c->rt->ws->v[b].defined = true;
     free(t);
@@ -326,6 +335,37 @@ static void committed_list(const struct ckpt_index *idx, struct strbuf *b)
     if (!b->len) strbuf_add(b, "none");
 }
 
+/* Rank 0: say that a checkpoint cannot be loaded, and why. */
+static void report_bad(struct ckpt_mgr *c, const char *file, int64_t epoch, int64_t step, const char *why)
+{
+    runlog_line(c->rt->log, "warning: checkpoint %s/%s (epoch %lld step %lld) cannot be loaded: %s; "
+                            "marking it bad",
+                c->dir, file, (long long)epoch, (long long)step, why);
+    runlog_metric(c->rt->log, "ckpt_bad", epoch, step, "");
+}
+
+/* Rank 0: from entry i down, the newest one whose file is there.  Those
+ * whose file is gone are marked bad all at once, with one index write:
+ * one write per missing file made a start-up over a long index quadratic. */
+static int skip_missing(struct ckpt_mgr *c, struct ckpt_index *idx, int *i)
+{
+    int rc = 0, missing = 0;
+    char path[4400];
+    for (; *i >= 0; *i = ckpt_index_newest_ok(idx, *i)) {
+        CAIRN_CHECK(fsx_join(path, sizeof path, c->dir, idx->v[*i].file));
+        if (fsx_is_regular(path)) break; /* a FIFO named in the index would block its open */
+        report_bad(c, idx->v[*i].file, idx->v[*i].epoch, idx->v[*i].step, "the file is missing");
+        idx->v[*i].ok = false;
+        missing++;
+    }
+    if (missing) {
+        CAIRN_CHECK(ckpt_index_write_tmp(c->dir, idx));
+        CAIRN_CHECK(ckpt_index_commit_tmp(c->dir, NULL));
+    }
+cleanup:
+    return rc;
+}
+
 /* Rank 0: the checkpoint the resume mode points at now. */
 static int choose(struct ckpt_mgr *c, struct candidate *k)
 {
@@ -344,6 +384,7 @@ static int choose(struct ckpt_mgr *c, struct candidate *k)
         }
     } else {
         i = ckpt_index_newest_ok(&idx, idx.n);
+        CAIRN_CHECK(skip_missing(c, &idx, &i));
         if (i < 0 && c->ro.mode == RESUME_LATEST)
             CAIRN_FAIL(CAIRN_ENOCKPT, "--resume=latest: no usable committed checkpoint in %s",
                        c->dir);
@@ -372,7 +413,7 @@ static int mark_bad(struct ckpt_mgr *c, const struct candidate *k)
     if (i >= 0) {
         idx.v[i].ok = false;
         CAIRN_CHECK(ckpt_index_write_tmp(c->dir, &idx));
-        CAIRN_CHECK(ckpt_index_commit_tmp(c->dir));
+        CAIRN_CHECK(ckpt_index_commit_tmp(c->dir, NULL));
     }
 cleanup:
     ckpt_index_free(&idx);
@@ -397,9 +438,11 @@ static bool load_tried_twice(struct ckpt_mgr *c, const struct candidate *k)
     return false;
 }
 
-/* DIR/restarts counts how often in a row the same checkpoint was resumed;
- * a commit, a finished run or a preempted one removes it.  A resume loop of
- * runs that die stops after checkpoint.max_resumes. */
+/* DIR/restarts counts how often in a row the same checkpoint was resumed
+ * (k->file), or the job started fresh for want of one (k->file "-"); a
+ * commit, a finished run or a preempted one removes it.  A resume loop of
+ * runs that die, before their first save too, stops after
+ * checkpoint.max_resumes. */
 static int count_resume(struct ckpt_mgr *c, const struct candidate *k)
 {
     char path[4400], *text = NULL, name[256] = "", buf[300];
@@ -413,6 +456,12 @@ static int count_resume(struct ckpt_mgr *c, const struct candidate *k)
     n = strcmp(name, k->file) != 0 ? 1 : n < INT_MAX ? n + 1 : n;
     int w = snprintf(buf, sizeof buf, "%s %lld\n", k->file, n);
     fsx_write_atomic(path, buf, (size_t)w); /* best effort: a read-only directory still resumes */
+    if (n > c->spec->max_resumes && !k->have)
+        return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__,
+                             "the job has started fresh %lld times in a row and died each time "
+                             "before a checkpoint was committed; stopping to break the restart loop "
+                             "(checkpoint.max_resumes = %lld; remove %s to allow more)",
+                             n, (long long)c->spec->max_resumes, path);
     if (n > c->spec->max_resumes)
         return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__,
                              "%s has been resumed %lld times in a row without a newer checkpoint "
@@ -460,10 +509,7 @@ static int give_up_on(struct ckpt_mgr *c, const struct candidate *k)
 {
     int rc = 0;
     if (is_root(c)) {
-        runlog_line(c->rt->log, "warning: checkpoint %s/%s (epoch %lld step %lld) cannot be "
-                                "loaded: %s; marking it bad",
-                    c->dir, k->file, (long long)k->epoch, (long long)k->step, cairn_errmsg());
-        runlog_metric(c->rt->log, "ckpt_bad", k->epoch, k->step, "");
+        report_bad(c, k->file, k->epoch, k->step, cairn_errmsg());
         rc = mark_bad(c, k);
         loading_done(c);
     }
@@ -481,7 +527,8 @@ int ckpt_resume(struct ckpt_mgr *c, struct ckpt_meta *m, bool *resumed)
         CAIRN_CHECK(next_candidate(c, &k));
         if (!k.have) {
             if (is_root(c)) runlog_line(c->rt->log, "no committed checkpoint in %s: starting fresh", c->dir);
-            return 0;
+            snprintf(k.file, sizeof k.file, "-");
+            return coll_agree(world(c), is_root(c) && ckpt_enabled(c) ? count_resume(c, &k) : 0);
         }
         struct ckpt_io io = {0};
         double t0 = clock_now();
@@ -589,8 +636,7 @@ static int commit(struct ckpt_mgr *c, const char *name, const struct ckpt_meta *
     retain(c, &idx, &gone);
     CAIRN_CHECK(ckpt_index_write_tmp(c->dir, &idx));
     fault(c, "index_tmp", m->epoch);
-    CAIRN_CHECK(ckpt_index_commit_tmp(c->dir));
-    listed = true;
+    CAIRN_CHECK(ckpt_index_commit_tmp(c->dir, &listed)); /* listed: never delete it now */
     fault(c, "after_index", m->epoch);
     ckpt_run_ended(c); /* a commit is progress too */
     remove_unfinished(c);
@@ -678,7 +724,7 @@ static int upload(struct ckpt_mgr *c, struct ckpt_entry *e)
     CAIRN_CHECK(ckpt_index_read(to, &up));
     CAIRN_CHECK(ckpt_index_put(&up, e));
     CAIRN_CHECK(ckpt_index_write_tmp(to, &up));
-    CAIRN_CHECK(ckpt_index_commit_tmp(to));
+    CAIRN_CHECK(ckpt_index_commit_tmp(to, NULL));
 cleanup:
     ckpt_index_free(&idx);
     ckpt_index_free(&up);

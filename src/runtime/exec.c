@@ -8,8 +8,10 @@
 #include "cairn/exec.h"
 
 #include "cairn/error.h"
+#include "cairn/fsx.h"
 #include "cairn/layout.h"
 #include "cairn/plan.h"
+#include "cairn/runlog.h"
 #include "cairn/runtime.h"
 #include "cairn/watchdog.h"
 #include "cairn/workspace.h"
@@ -34,6 +36,20 @@ static void where(const struct runtime *rt, char *buf, size_t size)
         snprintf(buf, size, "%s", phase_name(rt->phase));
 }
 
+void runtime_last_words(const struct runtime *rt, int code, const char *kind, const char *line)
+{
+    char path[4200], text[4200];
+    if (rt->log) runlog_line(rt->log, "%s", line);
+    if (!rt->run_dir || fsx_join(path, sizeof path, rt->run_dir, "exit_status")) return;
+    int n = snprintf(text, sizeof text, "%d %s: %s", code, kind, line);
+    if (n < 0) return;
+    if ((size_t)n >= sizeof text - 1) n = (int)sizeof text - 2;
+    for (int i = 0; i < n; i++)
+        if (text[i] == '\n') text[i] = ' ';
+    text[n++] = '\n';
+    fsx_write_new(path, text, (size_t)n); /* the first rank's words stand */
+}
+
 _Noreturn void runtime_fatal(const struct runtime *rt, int rc, const char *fmt, ...)
 {
     char msg[3072], at[64], line[4096];
@@ -47,6 +63,8 @@ _Noreturn void runtime_fatal(const struct runtime *rt, int rc, const char *fmt, 
     if (n > 0) {
         ssize_t ignored = write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
         (void)ignored;
+        line[strcspn(line, "\n")] = 0;
+        runtime_last_words(rt, cairn_exit_code(rc), "fatal", line + strlen("cairn: "));
     }
     MPI_Abort(l->world, cairn_exit_code(rc));
     _exit(cairn_exit_code(rc)); /* MPI_Abort does not return; this satisfies _Noreturn */
@@ -105,7 +123,7 @@ static void doing(const struct exec_ctx *x, const struct op_node *op)
 {
     char at[64];
     where(x->rt, at, sizeof at);
-    watchdog_doing(x->rt->watchdog, "%s: task '%s' (group %s): op '%s' (%s:%d)%s", at,
+    watchdog_doing(x->lane, "%s: task '%s' (group %s): op '%s' (%s:%d)%s", at,
                    x->task->name, x->task->group, op->def->name, op->file, op->line,
                    op->def->flags & OPF_COLLECTIVE ? ", which waits for the group's other ranks" : "");
 }
@@ -139,7 +157,7 @@ static void run_op(struct exec_ctx *x, const struct op_node *op)
         cairn_err_clear();
         rc = op->def->run(&call);
     }
-    watchdog_progress(x->rt->watchdog); /* a peer that is gone stops the next op that needs it */
+    watchdog_progress(x->lane); /* a peer that is gone stops the next op that needs it */
     if (rc) op_failed(x, op, rc);
     for (int i = 0; i < op->n_out; i++) out[i]->defined = true;
     unlock_all(ws, &locks);
@@ -175,6 +193,7 @@ static void *branch_main(void *p)
 {
     struct branch *b = p;
     run_list(&b->ctx, b->list);
+    watchdog_lane_close(&b->ctx.lane);
     return NULL;
 }
 
@@ -185,12 +204,15 @@ static void run_parallel(struct exec_ctx *x, const struct step *st)
     for (int i = 1; i < st->n_branches; i++) {
         b[i].ctx = *x;
         b[i].ctx.comm = x->rt->layout->lanes[st->branch_lane[i]];
+        b[i].ctx.lane = watchdog_lane_open(x->rt->watchdog, "a parallel branch's start");
         b[i].list = &st->branches[i];
         if (pthread_create(&b[i].th, NULL, branch_main, &b[i]))
             runtime_fatal(x->rt, CAIRN_ERUNTIME, "cannot start a thread for a parallel branch");
     }
-    run_list(x, &st->branches[0]); /* branch 0 keeps this thread and lane */
+    run_list(x, &st->branches[0]); /* branch 0 keeps this thread and lanes */
+    watchdog_pause(x->lane); /* the other branches' lanes are watched meanwhile */
     for (int i = 1; i < st->n_branches; i++) pthread_join(b[i].th, NULL);
+    watchdog_progress(x->lane);
     free(b);
 }
 
@@ -213,6 +235,14 @@ static void add_ms(struct timespec *t, int64_t ms)
     }
 }
 
+/* One run of a report step's body, watched in a lane of its own. */
+static void report_once(struct reporter *r)
+{
+    r->ctx.lane = watchdog_lane_open(r->ctx.rt->watchdog, "a report step's start");
+    run_list(&r->ctx, &r->st->body);
+    watchdog_lane_close(&r->ctx.lane);
+}
+
 /* Run the body every every_ms while the siblings run, then once more when
  * they are done, so every report step reports at least once. */
 static void *reporter_main(void *p)
@@ -227,11 +257,11 @@ static void *reporter_main(void *p)
         while (!r->stop && e != ETIMEDOUT) e = pthread_cond_timedwait(&r->cv, &r->mu, &next);
         if (r->stop) break;
         pthread_mutex_unlock(&r->mu);
-        run_list(&r->ctx, &r->st->body);
+        report_once(r);
         pthread_mutex_lock(&r->mu);
     }
     pthread_mutex_unlock(&r->mu);
-    run_list(&r->ctx, &r->st->body);
+    report_once(r);
     return NULL;
 }
 
@@ -291,6 +321,6 @@ void exec_task(struct runtime *rt, const struct task *t)
 {
     const struct layout *l = rt->layout;
     struct exec_ctx x = {.rt = rt, .task = t, .comm = l->lanes[0], .rank = l->grank,
-                         .size = l->gsize};
+                         .size = l->gsize, .lane = watchdog_main(rt->watchdog)};
     run_list(&x, &t->steps);
 }

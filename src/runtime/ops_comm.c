@@ -11,6 +11,7 @@
 #include "cairn/coll.h"
 #include "cairn/workspace.h"
 
+#include <limits.h>
 #include <mpi.h>
 #include <string.h>
 
@@ -41,11 +42,22 @@ static int allreduce_infer(struct infer *ix)
     return 0;
 }
 
+/* MPI counts are ints: a larger blob is an error, never a wrapped count.
+ * Every rank of the group sees the same count here, so all fail alike. */
+static int fits_mpi(const struct op_call *c, int64_t n)
+{
+    if (n <= INT_MAX) return 0;
+    return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
+                         "blob '%s' has %lld elements, more than the %d one MPI call carries",
+                         c->op->in[0], (long long)n, INT_MAX);
+}
+
 static int allreduce_run(struct op_call *c)
 {
     int rc = 0;
     struct tensor *in = &c->in[0]->t, *out = &c->out[0]->t;
     CAIRN_CHECK(same_count(c, in));
+    CAIRN_CHECK(fits_mpi(c, tensor_numel(in)));
     if (out != in) CAIRN_CHECK(tensor_resize(out, in->dtype, &in->shape));
     CAIRN_CHECK_MPI(MPI_Allreduce(out == in ? MPI_IN_PLACE : in->data, out->data,
                                   (int)tensor_numel(in), coll_type(in->dtype), MPI_SUM,
@@ -78,6 +90,7 @@ static int bcast_run(struct op_call *c)
     struct tensor *in = &c->in[0]->t, *out = &c->out[0]->t;
     struct shape s = in->shape; /* the root's shape wins */
     CAIRN_CHECK_MPI(MPI_Bcast(&s, (int)sizeof s, MPI_BYTE, root, c->ctx->comm));
+    CAIRN_CHECK(fits_mpi(c, shape_numel(&s)));
     if (c->ctx->rank == root)
         CAIRN_CHECK(tensor_copy(out, in));
     else

@@ -26,17 +26,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static bool is_root(const struct runtime *rt) { return rt->layout->rank == 0; }
 
 /* ---- set-up ------------------------------------------------------------- */
 
 /* Rank 0 makes the run directory; everyone learns whether that worked. */
+/* Collective.  An earlier run's exit_status goes: this run's last words
+ * (runtime_last_words) or its end replace it. */
 static int make_run_dir(MPI_Comm world, const char *dir)
 {
     int me = 0, rc = 0;
+    char path[4200];
     MPI_Comm_rank(world, &me);
     if (me == 0) rc = fsx_mkdir_p(dir);
+    if (me == 0 && rc == 0 && fsx_join(path, sizeof path, dir, "exit_status") == 0) unlink(path);
     return coll_agree(world, rc);
 }
 
@@ -143,7 +148,7 @@ static int run_phase(struct runtime *rt, enum phase_id ph)
     int rc = 0;
     if (rt->plan->phases[ph].n == 0) return 0;
     double t0 = clock_now();
-    watchdog_progress(rt->watchdog);
+    watchdog_progress(watchdog_main(rt->watchdog));
     run_tasks(rt, ph);
     CAIRN_CHECK(coll_barrier(rt->layout->world));
     double dt = clock_now() - t0;
@@ -344,7 +349,7 @@ static int run_steps(struct runtime *rt, const struct run_opts *o, int64_t e, in
     for (int64_t s = first; s <= rt->steps_per_epoch; s++) {
         double ts = clock_now();
         rt->step = s;
-        watchdog_progress(rt->watchdog);
+        watchdog_progress(watchdog_main(rt->watchdog));
         run_tasks(rt, PHASE_EPOCH);
         if (clock_now() - ts > rt->longest_step) rt->longest_step = clock_now() - ts;
         fault_signal(&rt->fault, rt->layout->rank, e, s);
@@ -388,7 +393,7 @@ static int run_epochs(struct runtime *rt, const struct run_opts *o, struct ckpt_
         int64_t e = m->epoch + 1;
         double t0 = clock_now();
         CAIRN_CHECK(run_steps(rt, o, e, first, m));
-        watchdog_progress(rt->watchdog);
+        watchdog_progress(watchdog_main(rt->watchdog));
         run_tasks(rt, PHASE_EPOCH_END);
         bool by_blob = false, by_max = false;
         CAIRN_CHECK(should_stop(rt, e, &by_blob, &by_max));
@@ -469,12 +474,18 @@ cleanup:
     return rc;
 }
 
+static void watchdog_words(void *rt, const char *line)
+{
+    runtime_last_words(rt, cairn_exit_code(CAIRN_ERUNTIME), "stalled", line);
+}
+
 /* Collective: every rank's watchdog, before anything can wait on a peer. */
 static int start_watchdog(struct runtime *rt)
 {
     char who[96];
     snprintf(who, sizeof who, "rank %d (%s)", rt->layout->rank, rt->layout->host);
-    int rc = watchdog_start(rt->plan->job->watchdog.timeout, WATCHDOG_FLOOR, who, &rt->watchdog);
+    int rc = watchdog_start(rt->plan->job->watchdog.timeout, WATCHDOG_FLOOR, who, watchdog_words, rt,
+                            &rt->watchdog);
     return coll_agree(rt->layout->world, rc);
 }
 
@@ -510,10 +521,10 @@ static void teardown(struct runtime *rt)
         if (rt->ext_state[i]) rt->plan->exts[i].def->destroy(&rt->ext_state[i]);
     free(rt->ext_state);
     ckpt_close(&rt->ckpt);
+    watchdog_stop(&rt->watchdog); /* before the log it writes to goes */
     reader_cache_destroy(&rt->readers);
     workspace_destroy(&rt->ws);
     runlog_close(&rt->log);
-    watchdog_stop(&rt->watchdog);
     layout_destroy(&rt->layout);
 }
 
@@ -553,6 +564,8 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
         runlog_metric(rt.log, "done", m.epoch, 0, fields);
     }
 cleanup:
+    if (rc && rc != CAIRN_EPREEMPTED && rt.log && is_root(&rt)) /* a preemption is logged as it happens */
+        runlog_line(rt.log, "error: %s", cairn_errmsg());
     teardown(&rt);
     return rc;
 }

@@ -6,6 +6,7 @@
 #include "cairn/train_spec.h"
 #include "job/config_priv.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -54,7 +55,35 @@ static void parse_layers(struct cfg *c, const config_setting_t *m, struct train_
         cfg_keys(c, l, "a layer", keys);
         t->layers[i].units = cfg_int(c, l, "units", true, 1, 1, 1 << 24);
         t->layers[i].act = (enum act)cfg_choice(c, l, "activation", act_names, ACT_IDENTITY, "activation");
+        int64_t in = i ? t->layers[i - 1].units : t->inputs, w = in * t->layers[i].units;
+        if (w > INT_MAX)
+            cfg_err(c, l, "layer %d's weights have %lld x %lld = %lld elements, more than the "
+                          "%d that one MPI call carries (cairn moves a parameter with one call); "
+                          "use narrower layers",
+                    i, (long long)in, (long long)t->layers[i].units, (long long)w, INT_MAX);
     }
+}
+
+/* Activations cross between stages as one message per micro-batch and
+ * evaluation batch: rows x width elements, an int in MPI. */
+static void check_messages(struct cfg *c, const config_setting_t *root, const struct train_spec *t)
+{
+    int64_t width = t->inputs, per = (t->batch + t->chunks - 1) / t->chunks;
+    for (int l = 0; l < t->n_layers; l++)
+        if (t->layers[l].units > width) width = t->layers[l].units;
+    const config_setting_t *d = config_setting_get_member(root, "data");
+    if (per * width > INT_MAX) {
+        int64_t chunks = (t->batch + INT_MAX / width - 1) / (INT_MAX / width);
+        cfg_err(c, d, "micro-batches of %lld samples of up to %lld features make messages of %lld "
+                      "elements, more than the %d one MPI call carries: use pipeline.chunks >= %lld "
+                      "or a smaller data.batch",
+                (long long)per, (long long)width, (long long)(per * width), INT_MAX, (long long)chunks);
+    }
+    if (t->eval_batch * width > INT_MAX)
+        cfg_err(c, d, "evaluation batches of %lld samples of up to %lld features make messages of "
+                      "%lld elements, more than the %d one MPI call carries: use data.eval_batch <= %lld",
+                (long long)t->eval_batch, (long long)width, (long long)(t->eval_batch * width), INT_MAX,
+                (long long)(INT_MAX / width));
 }
 
 static void parse_model(struct cfg *c, const config_setting_t *m, struct train_spec *t)
@@ -280,6 +309,8 @@ void train_configure(struct cfg *c, const config_setting_t *root, void **spec)
     parse_ps(c, root, t);
     cfg_int_range(c, root, "replicas", 1, 1, 1 << 16, &t->replicas, &t->replicas_max);
     locate_sizes(c, root, t);
+    if (t->layers && t->batch > 0 && t->chunks > 0 && config_setting_get_member(root, "data"))
+        check_messages(c, root, t);
     static const char *const nan[] = {"abort", "ignore", NULL};
     t->abort_on_nan = cfg_choice(c, root, "on_nan", nan, 0, "on_nan") == 0;
     const config_setting_t *dbg = cfg_section(c, root, "debug", "{ grads = \"FILE.h5\"; }");

@@ -27,6 +27,7 @@
 #include "cairn/version.h"
 #include "cairn/workspace.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,18 +92,22 @@ static int gatherv_same_bytes(struct trainer *t, struct op_call *c, double *seco
 {
     int rc = 0, size = 0, me = 0, K = 2 * t->tp->n_layers;
     int *counts = NULL, *displs = NULL, mine = 0;
+    int64_t all = 0;
     char *send = NULL, *recv = NULL;
     MPI_Comm_size(t->dl, &size);
     MPI_Comm_rank(t->dl, &me);
-    for (int k = 0; t->role == ROLE_PS && k < K; k++) mine += (int)tensor_numel(&c->in[k]->t);
+    for (int k = 0; t->role == ROLE_PS && k < K; k++) all += tensor_numel(&c->in[k]->t);
+    CAIRN_CHECK(coll_agree(t->dl, all <= INT_MAX / size ? 0 : cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
+        "debug.compare_gatherv: the model is too large for one MPI_Gatherv (int counts)")));
+    mine = (int)all;
     send = malloc((size_t)mine * t->esz + 1);
     counts = calloc((size_t)size, sizeof *counts);
     displs = calloc((size_t)size, sizeof *displs);
     CAIRN_CHECK_ALLOC(send && counts && displs ? send : NULL);
-    for (int k = 0, at = 0; t->role == ROLE_PS && k < K; k++) {
+    for (size_t k = 0, at = 0; t->role == ROLE_PS && k < (size_t)K; k++) {
         size_t n = (size_t)tensor_numel(&c->in[k]->t) * t->esz;
         if (n) memcpy(send + at, c->in[k]->t.data, n);
-        at += (int)n;
+        at += n;
     }
     MPI_Datatype real = coll_type(t->dt);
     CAIRN_CHECK_MPI(MPI_Gather(&mine, 1, MPI_INT, counts, 1, MPI_INT, 0, t->dl));

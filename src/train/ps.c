@@ -40,7 +40,6 @@
 #include <string.h>
 #include <time.h>
 
-enum { TAG_PARAM = 1000, TAG_GRAD = 100000 };
 
 /* ---- geometry ------------------------------------------------------------------ */
 

@@ -277,6 +277,21 @@ cleanup:
     return rc;
 }
 
+/* The largest tag cairn sends is within the bound this MPI library
+ * reports (Open MPI's is 2^31 - 1; the standard promises only 32767). */
+static int check_tags(const struct trainer *t)
+{
+    int *ub = NULL, flag = 0;
+    int64_t need = 2 * t->tp->spec->chunks + 1;
+    if (need < TAG_PS_END) need = TAG_PS_END;
+    MPI_Comm_get_attr(t->rt->layout->world, MPI_TAG_UB, &ub, &flag);
+    if (!flag || !ub || need <= *ub) return 0;
+    return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
+                         "pipeline.chunks = %lld needs MPI message tags up to %lld, but this MPI "
+                         "library's MPI_TAG_UB is %d: use at most %d chunks",
+                         (long long)t->tp->spec->chunks, (long long)need, *ub, (*ub - 1) / 2);
+}
+
 int trainer_create(struct runtime *rt, const struct train_plan *tp, const MPI_Comm *comms,
                    struct trainer **out)
 {
@@ -298,7 +313,7 @@ int trainer_create(struct runtime *rt, const struct train_plan *tp, const MPI_Co
     /* output paths are checked at the door, not after the first step */
     rc = rt->layout->rank == 0 && t->spec->debug_grads ? fsx_probe_create(t->spec->debug_grads) : 0;
     if (rc) cairn_err_wrap(rc, "debug.grads: ");
-    rc = coll_agree(rt->layout->world, rc);
+    rc = coll_agree(rt->layout->world, rc ? rc : check_tags(t));
     if (rc == 0) rc = coll_agree(rt->layout->world, setup_role(t));
     if (rc == 0) rc = share_counts(t);
     if (rc == 0) rc = coll_agree(rt->layout->world, dl_create(t));

@@ -5,6 +5,7 @@
 #define CAIRN_TRAIN_PRIV_H
 
 #include "cairn/job.h"
+#include "cairn/nn.h"
 #include "cairn/tensor.h"
 #include "cairn/train.h"
 #include "cairn/train_spec.h"
@@ -79,6 +80,13 @@ void param_block(const struct trainer *t, int k, int p, int64_t *lo, int64_t *hi
 int ps_rank_of_shard(const struct trainer *t, int p); /* in the train comm */
 /* A stage member's rank in the train comm. */
 int stage_rank(const struct trainer *t, int replica, int stage, int member);
+
+/* ---- message tags ---- */
+/* Parameter k's publication and gradients on the train comm; micro-batch
+ * i's activations (2 i) and their gradients (2 i + 1) on the pipe comm.
+ * MPI promises tags up to 32767 only: trainer_create checks MPI_TAG_UB. */
+enum { TAG_PARAM = 0, TAG_GRAD = 2 * NN_MAX_LAYERS, TAG_PS_END = 4 * NN_MAX_LAYERS };
+_Static_assert(TAG_PS_END <= 32767, "PS tags beyond what every MPI library allows");
 
 /* ---- the PS protocol (ps.c) ---- */
 int ps_create(struct trainer *t);
