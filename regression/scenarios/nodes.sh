@@ -140,7 +140,7 @@ case_limit() {
 # nodes left.  Once that run has finished, the test marks the node DOWN (or
 # heals the link) so that the job can end, as a health check would.
 lose_node() {
-    local tag=$1 how=$3 j t0 t1 left took bin=$CAIRN flex=() pids p
+    local tag=$1 how=$3 j t0 took bin=$CAIRN flex=() pids
     [ "$how" = kill-in-save ] && first_run_fault pause:write:2:2 && bin=$PWD/once.sh
     # flex: whole nodes, 2 ranks on each, and 2 to 4 PS shards: 6 ranks (4
     # shards) on 3 nodes, then 4 ranks (2 shards) on the 2 left
@@ -163,17 +163,9 @@ lose_node() {
     slurm-first) "$NODES" kill "$cluster" 3 && slurm_client scontrol update nodename=node3 state=down reason=killed ;;
     *) "$NODES" kill "$cluster" 3 ;;
     esac
-    for _ in $(seq 1 900); do
-        left=0
-        for p in $pids; do alive "$p" && left=$((left + 1)); done
-        [ "$left" = 0 ] && break
-        sleep 0.1
-    done
-    t1=$(date +%s.%N)
-    took=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}')
-    echo "# $tag: node3 lost ($how); every rank of the run gone after $took s"
-    [ "$left" = 0 ] && awk -v t="$took" -v b="$BOUND" 'BEGIN {exit !(t < b)}' &&
-        pass "$tag/ranks-gone-within-${BOUND}s" || fail "$tag/ranks-gone-within-${BOUND}s" "$left ranks left after $took s"
+    echo "# $tag: node3 lost ($how)"
+    # shellcheck disable=SC2086 # one pid a word
+    ranks_gone "$tag" "$t0" $pids
     # the launcher has returned within LAUNCH_BOUND s of the loss, long
     # before Slurm's node timeout (300 s here) would release it
     if wait_log "$tag.out" "cairn.sbatch: the run (died|stalled)"; then
@@ -203,6 +195,7 @@ lose_node() {
     fi
     expect_eq "$tag/completed" "$(job_wait "$j")" COMPLETED
     expect_grep "$tag/placed-on-the-nodes-left" "$tag/cairn.log" "placement: node1: [^;]*; node2: [^;]*$"
+    expect_grep "$tag/nodes-used-logged" "$tag/cairn.log" "slurm: job $j, restart 0, nodes node1,node2 of node\[1-3\], launched by $2"
     if [ "$how" = kill-in-save ]; then
         expect_grep "$tag/resumed-previous" "$tag/cairn.log" "resuming after epoch 1 "
         expect_count "$tag/save-never-committed" "$tag/cairn.log" "checkpoint saved: epoch 2 step 0 " 1
@@ -218,6 +211,50 @@ lose_node() {
     [ "$how" = cut ] || "$NODES" restart "$cluster" 3
 }
 
+# ranks_gone TAG T0 PIDS...: every rank of the run has exited within BOUND
+# seconds of T0
+ranks_gone() {
+    local tag=$1 t0=$2 left took p
+    shift 2
+    for _ in $(seq 1 900); do
+        left=0
+        for p in "$@"; do alive "$p" && left=$((left + 1)); done
+        [ "$left" = 0 ] && break
+        sleep 0.1
+    done
+    took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
+    echo "# $tag: every rank of the run gone after $took s"
+    [ "$left" = 0 ] && awk -v t="$took" -v b="$BOUND" 'BEGIN {exit !(t < b)}' &&
+        pass "$tag/ranks-gone-within-${BOUND}s" || fail "$tag/ranks-gone-within-${BOUND}s" "$left ranks left after $took s"
+}
+
+# lose_batch_host TAG LAUNCHER: node1, which runs cairn.sbatch (and mpirun,
+# and ranks 0 and 3), dies in epoch 2.  The ranks on the other nodes end
+# (watchdog, or their launcher's daemons), and once Slurm reports node1 not
+# responding or DOWN (the test marks it DOWN, as a health check would; its
+# own timeout is 300 s), the guard step cairn.sbatch left on node2 requeues
+# the job, which resumes on node2 and node3 and ends with the same model.
+lose_batch_host() {
+    local tag=$1 j t0 pids
+    j=$(submit "$tag" "$2" -N2-3 -- --set watchdog.timeout=10)
+    wait_log "$tag/cairn.log" "checkpoint saved: epoch 1 step 0 "
+    pids=$(pgrep -f -- "^$CAIRN run $JOB --run-dir $tag " | xargs)
+    t0=$(date +%s.%N)
+    "$NODES" kill "$cluster" 1
+    # shellcheck disable=SC2086 # one pid a word
+    ranks_gone "$tag" "$t0" $pids
+    slurm_client scontrol update nodename=node1 state=down reason=lost
+    expect_eq "$tag/completed" "$(job_wait "$j")" COMPLETED
+    expect_grep "$tag/guard-requeued" "$tag.out" "cairn.sbatch: guard on node2: the batch host node1 is [A-Z_+*]*(DOWN|NOT_RESPONDING)[A-Z_+*]*; requeueing job $j, "
+    expect_grep "$tag/restarted" "$tag/cairn.log" "slurm: job $j, restart 1, nodes node\[2-3\], launched by $2"
+    expect_grep "$tag/resumed" "$tag/cairn.log" "resuming after epoch [12] "
+    expect_grep "$tag/placed-on-the-nodes-left" "$tag/cairn.log" "placement: node2: [^;]*; node3: [^;]*$"
+    same_bytes "$tag/model-as-uninterrupted" base/model.h5 "$tag/model.h5"
+    "$NODES" restart "$cluster" 1
+}
+
+case_batch-host-mpirun() { lose_batch_host batch-host-mpirun mpirun; }
+case_batch-host-srun() { lose_batch_host batch-host-srun srun; }
 case_kill-mpirun() { lose_node kill-mpirun mpirun kill flex; }
 case_kill-srun() { lose_node kill-srun srun kill; }
 case_kill-in-save() { lose_node kill-in-save mpirun kill-in-save; }
@@ -234,6 +271,6 @@ case_stop() {
         expect_eq cluster/stop-leaves-nothing "$left $(pgrep -fc "slurm(ctld|d) .*$cluster/slurm.conf" || true)" "0 0"
 }
 
-for c in ${NODES_CASES:-across nodelocal usr1 limit kill-mpirun kill-srun kill-in-save cut kill-slurm-first stop}; do
+for c in ${NODES_CASES:-across nodelocal usr1 limit kill-mpirun kill-srun kill-in-save cut kill-slurm-first batch-host-mpirun batch-host-srun stop}; do
     "case_$c"
 done
