@@ -10,6 +10,7 @@ The loader and `cairn ckpt verify` must reject every kind as damage but
 which they must accept, and "format_other" (a consistent file of another
 format), which they must refuse as bad input without marking it bad.  Uses Debian's h5py and numpy.
 """
+import os
 import sys
 
 import h5py
@@ -68,6 +69,17 @@ def damage(kind, f):
         v = np.concatenate([f["groups/store/w"][()], np.zeros((1, 3))])
         d = replace_dataset(f, "groups/store/w", v)
         d.attrs["checksum"] = np.uint64((mix64(v) + fnv("store/w")) % M)
+        return
+    if kind == "external_storage":  # sharded.cfg's w, the same bytes kept beside the file
+        w = "groups/store/w"
+        v = f[w][()]
+        raw = os.path.join(os.path.dirname(os.path.abspath(f.filename)), "raw.bin")
+        v.tofile(raw)
+        attrs = dict(f[w].attrs)
+        del f[w]
+        d = f.create_dataset(w, shape=v.shape, dtype=v.dtype, external=[(raw, 0, v.nbytes)])
+        for k, a in attrs.items():
+            d.attrs[k] = a
         return
     g = f["groups/main"]
     total = "groups/main/total"
@@ -134,6 +146,9 @@ def damage(kind, f):
         replace_attr(g["total"], "checksum", np.float64(1.0))
     elif kind == "unterminated":  # valid: h5py writes numpy bytes null-padded, no terminator
         replace_attr(g["total"], "dist", np.bytes_(b"replicated"))
+    elif kind == "external_link":  # the dataset's link names a FIFO beside the file
+        del f[total]
+        f[total] = h5py.ExternalLink("fifo", "/x")
     else:
         sys.exit("unknown kind " + kind)
 

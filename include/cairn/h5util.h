@@ -16,6 +16,13 @@ void h5_unlock(void);
  * through cairn_err_h5 instead). */
 void h5_quiet(void);
 hid_t h5_native(enum dtype t);   /* H5T_NATIVE_* for a dtype */
+/* For untrusted files: is every link on `path` (from loc) a hard link, so
+ * that opening it cannot leave the file (an external link may name a FIFO
+ * or another file; a soft link may point anywhere)?  1 yes, 0 no, -1 a
+ * component is missing.  No link is followed before it is checked. */
+int h5_path_local(hid_t loc, const char *path);
+/* Does dataset dset keep its data in the file (no external storage)? */
+int h5_data_local(hid_t dset);
 enum dtype h5_dtype(hid_t type); /* DT_NONE for non-numeric types */
 
 /* H5Fcreate (truncating) with fapl (H5P_DEFAULT or an MPI-IO list). */

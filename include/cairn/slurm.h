@@ -14,6 +14,7 @@ struct slurm_job {
     char array_job[32], array_task[16];
     int restarts;       /* SLURM_RESTART_COUNT, 0 on the first run */
     char nodes[256];    /* SLURM_JOB_NODELIST */
+    int n_nodes;        /* SLURM_JOB_NUM_NODES, 0 if unset */
     const char *launcher; /* "srun", "mpirun" or "none" */
 };
 

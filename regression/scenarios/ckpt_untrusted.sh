@@ -97,12 +97,50 @@ mpi fifo-run 2 run "$JOBS/counter.cfg" --run-dir fifo "${set_2[@]}"
 expect_rc fifo/exit fifo-run 0
 expect_grep fifo/fell-back fifo-run.out "resuming after epoch 2 "
 
+# data outside the file (counter's total behind an external link to a
+# FIFO; sharded's w in external storage, a regular file): verify and
+# extract say so without opening anything outside, and a resume marks the
+# file bad and falls back
+outside() { # KIND REF JOB RANKS BLOB WHY
+    local kind=$1
+    cp -r "$2" "$kind"
+    mkfifo "$kind/ckpt/fifo"
+    /usr/bin/python3 "$CAIRN_ROOT/regression/damage.py" "$kind" "$kind/ckpt/ckpt-e000003.h5"
+    run "$kind-verify" "$CAIRN" ckpt verify "$kind/ckpt/ckpt-e000003.h5"
+    expect_rc "$kind/verify-fails" "$kind-verify" 1
+    expect_grep "$kind/verify-says" "$kind-verify.out" "/groups/$5: $6"
+    run "$kind-extract" "$CAIRN" ckpt extract "$kind/ckpt" --epoch 3 --blob "$5" -o "$kind.h5"
+    expect_rc "$kind/extract-fails" "$kind-extract" 3
+    mpi "$kind-run" "$4" run "$3" --run-dir "$kind" --set "groups.0.ranks=$4"
+    expect_rc "$kind/run-exit" "$kind-run" 0
+    expect_grep "$kind/fell-back" "$kind-run.out" "resuming after epoch 2 "
+}
+outside external_link ref "$JOBS/counter.cfg" 2 main/total "a link on its path leaves the file"
+outside external_storage sref "$JOBS/sharded.cfg" 3 store/w "its data is stored outside the file"
+
+# a FIFO at the next save's temporary name is cairn's to remove, not to open
+cp -r ref fifo-tmp
+mkfifo fifo-tmp/ckpt/ckpt-e000004.h5.tmp
+mpi fifo-tmp-run 2 run "$JOBS/counter.cfg" --run-dir fifo-tmp "${set_2[@]}" --set stop.max_epochs=4
+expect_rc fifo-tmp/exit fifo-tmp-run 0
+expect_grep fifo-tmp/saved fifo-tmp-run.out "checkpoint saved: epoch 4 step 0 "
+
+# a data file that is a FIFO: bad input at start-up (exit 2), never opened
+mkfifo fifo-data.h5
+mpi fifo-data 2 run "$JOBS/counter.cfg" --run-dir fifo-data "${set_2[@]}" --set 'epoch.0.steps.0.file="fifo-data.h5"'
+expect_rc fifo-data/exit fifo-data 2
+expect_grep fifo-data/says fifo-data.err "'fifo-data.h5' is not a regular file"
+
 # a restart counter at INT_MAX does not overflow: the cap stops the loop
 cp -r ref restarts
 printf 'ckpt-e000003.h5 2147483647\n' >restarts/ckpt/restarts
 mpi restarts-run 2 run "$JOBS/counter.cfg" --run-dir restarts "${set_2[@]}"
 expect_rc restarts/capped restarts-run 3
 expect_grep restarts/message restarts-run.err "ckpt-e000003.h5 has been resumed 2147483647 times in a row"
+# ... and a negative one counts from zero
+printf 'ckpt-e000003.h5 -5\n' >restarts/ckpt/restarts
+mpi restarts-neg 2 run "$JOBS/counter.cfg" --run-dir restarts "${set_2[@]}"
+expect_rc restarts/negative-resumes restarts-neg 0
 
 # an index of 100,000 lines (each checkpoint listed twice: the later line
 # wins) is read whole

@@ -25,6 +25,33 @@ hid_t h5_native(enum dtype t)
     }
 }
 
+int h5_path_local(hid_t loc, const char *path)
+{
+    char part[1024];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof part) return 0;
+    for (size_t i = 1; i <= n; i++) {
+        if (path[i] != '/' && path[i] != '\0') continue;
+        memcpy(part, path, i);
+        part[i] = '\0';
+        if (i == 1 && part[0] == '/') continue; /* the root group itself */
+        H5L_info_t li;
+        if (H5Lexists(loc, part, H5P_DEFAULT) <= 0) return -1; /* its parents were checked */
+        if (H5Lget_info(loc, part, &li, H5P_DEFAULT) < 0 || li.type != H5L_TYPE_HARD) return 0;
+    }
+    return 1;
+}
+
+int h5_data_local(hid_t dset)
+{
+    hid_t dcpl = H5Dget_create_plist(dset);
+    if (dcpl < 0) return 0;
+    int external = H5Pget_external_count(dcpl);
+    H5D_layout_t layout = H5Pget_layout(dcpl);
+    H5Pclose(dcpl);
+    return external == 0 && layout != H5D_VIRTUAL;
+}
+
 enum dtype h5_dtype(hid_t type)
 {
     H5T_class_t c = H5Tget_class(type);

@@ -21,6 +21,7 @@ void slurm_job_read(struct slurm_job *s)
         snprintf(s->id, sizeof s->id, "%s", env("SLURM_JOB_ID"));
     s->restarts = atoi(env("SLURM_RESTART_COUNT"));
     snprintf(s->nodes, sizeof s->nodes, "%s", env("SLURM_JOB_NODELIST"));
+    s->n_nodes = atoi(env("SLURM_JOB_NUM_NODES"));
     s->launcher = *env("OMPI_COMM_WORLD_SIZE") ? "mpirun" : *env("SLURM_STEP_ID") ? "srun" : "none";
 }
 

@@ -586,6 +586,7 @@ static int check_space(hid_t dset, struct entry *e, int64_t file_bytes)
     if (elems > cap) CAIRN_FAIL(CAIRN_ECORRUPT, "it claims more data than the file holds");
     dcpl = H5Dget_create_plist(dset);
     CAIRN_CHECK_H5(dcpl);
+    if (!h5_data_local(dset)) CAIRN_FAIL(CAIRN_ECORRUPT, "its data is stored outside the file");
     if (H5Pget_layout(dcpl) != H5D_CONTIGUOUS ||
         H5Dget_storage_size(dset) != (hsize_t)elems * dtype_size(e->dtype))
         CAIRN_FAIL(CAIRN_ECORRUPT, "its data is not stored whole and contiguous");
@@ -604,6 +605,8 @@ static int check_dataset(hid_t f, struct entry *e, int64_t file_bytes)
     hid_t dset = H5I_INVALID_HID;
     H5O_info_t info;
     snprintf(path, sizeof path, "/groups/%s/%s", e->group, e->blob);
+    if (h5_path_local(f, path) == 0)
+        CAIRN_FAIL(CAIRN_ECORRUPT, "a link on its path leaves the file or is not a plain link");
     if (H5Lexists(f, path, H5P_DEFAULT) <= 0 || H5Oget_info_by_name(f, path, &info, H5P_DEFAULT) < 0 ||
         info.type != H5O_TYPE_DATASET)
         CAIRN_FAIL(CAIRN_ECORRUPT, "no such dataset");
@@ -630,8 +633,10 @@ static int check_group(hid_t f, struct entry *e, int64_t world_size)
     char path[200];
     hid_t g = H5I_INVALID_HID;
     snprintf(path, sizeof path, "/groups/%s", e->group);
-    if (H5Lexists(f, "/groups", H5P_DEFAULT) <= 0 || H5Lexists(f, path, H5P_DEFAULT) <= 0)
-        CAIRN_FAIL(CAIRN_ECORRUPT, "group %s is missing", path);
+    int local = h5_path_local(f, path);
+    if (local < 0) CAIRN_FAIL(CAIRN_ECORRUPT, "group %s is missing", path);
+    if (local == 0)
+        CAIRN_FAIL(CAIRN_ECORRUPT, "%s: a link on its path leaves the file or is not a plain link", path);
     g = H5Gopen2(f, path, H5P_DEFAULT);
     if (g < 0) CAIRN_FAIL(CAIRN_ECORRUPT, "%s is not a group", path);
     int64_t first = 0;
@@ -987,8 +992,10 @@ static int reserve_space(const char *path, int64_t bytes)
 {
     char reserve[4200];
     snprintf(reserve, sizeof reserve, "%s.reserve", path);
+    errno = 0;
     int rc = fsx_allocate(reserve, bytes); /* the caller removes the reserve */
-    if (rc) cairn_err_wrap(rc, "no room for a checkpoint of %lld bytes: ", (long long)bytes);
+    if (rc && (errno == ENOSPC || errno == EDQUOT)) /* other causes speak for themselves */
+        cairn_err_wrap(rc, "no room for a checkpoint of %lld bytes: ", (long long)bytes);
     return rc;
 }
 

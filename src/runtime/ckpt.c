@@ -452,7 +452,7 @@ static int count_resume(struct ckpt_mgr *c, const struct candidate *k)
     if (rc) return rc;
     if (fsx_is_regular(path) && fsx_read_all(path, &text, &len) == 0) sscanf(text, "%255s %lld", name, &n);
     free(text);
-    n = n < 0 || n >= INT_MAX ? INT_MAX : n; /* someone else's file: never overflow */
+    n = n < 0 ? 0 : n >= INT_MAX ? INT_MAX : n; /* someone else's file: never overflow */
     n = strcmp(name, k->file) != 0 ? 1 : n < INT_MAX ? n + 1 : n;
     int w = snprintf(buf, sizeof buf, "%s %lld\n", k->file, n);
     fsx_write_atomic(path, buf, (size_t)w); /* best effort: a read-only directory still resumes */
@@ -675,7 +675,12 @@ static int probe(struct ckpt_mgr *c, const char *tmp)
 {
     int rc = fsx_mkdir_p(c->dir);
     if (rc) return rc;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    /* the temporary name is cairn's own: something else there (a FIFO
+     * would block the open for ever) goes */
+    if (access(tmp, F_OK) == 0 && !fsx_is_regular(tmp) && unlink(tmp) != 0)
+        return cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot remove %s, which is not a "
+                                                              "regular file", tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
     if (fd < 0) return cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot create %s", tmp);
     close(fd);
     return 0;

@@ -2,10 +2,12 @@
 #include "cairn/reader.h"
 
 #include "cairn/error.h"
+#include "cairn/fsx.h"
 #include "cairn/h5util.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct entry {
     char *file, *dataset;
@@ -55,10 +57,18 @@ static int open_entry(struct reader_cache *c, const char *file, const char *data
         }
     }
     h5_quiet();
+    /* a FIFO or a device would block the open, an external link or
+     * external storage the read: data files are untrusted */
+    if (access(file, F_OK) == 0 && !fsx_is_regular(file))
+        CAIRN_FAIL(CAIRN_EINPUT, "'%s' is not a regular file", file);
     f = H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT);
     if (f < 0) CAIRN_FAIL(CAIRN_EINPUT, "cannot open HDF5 file '%s'", file);
+    if (h5_path_local(f, dataset) == 0)
+        CAIRN_FAIL(CAIRN_EINPUT, "dataset '%s' in '%s' is behind a soft or external link", dataset, file);
     d = H5Dopen2(f, dataset, H5P_DEFAULT);
     if (d < 0) CAIRN_FAIL(CAIRN_EINPUT, "file '%s' has no dataset '%s'", file, dataset);
+    if (!h5_data_local(d))
+        CAIRN_FAIL(CAIRN_EINPUT, "dataset '%s' in '%s' keeps its data outside the file", dataset, file);
     space = H5Dget_space(d);
     type = H5Dget_type(d);
     CAIRN_CHECK_H5(space);

@@ -77,9 +77,33 @@ static void log_placement(struct runtime *rt)
     strbuf_free(&b);
 }
 
+/* The allocation's nodes, and the ones this run uses when they are fewer
+ * (a rerun in place after a node was lost): "node[1-3]" or
+ * "node1,node2 of node[1-3]". */
+static void run_nodes(const struct runtime *rt, struct strbuf *b)
+{
+    const struct layout *l = rt->layout;
+    const char *all = *rt->slurm.nodes ? rt->slurm.nodes : "?";
+    int used = 0, cap = rt->slurm.n_nodes;
+    const char **seen = cap > 0 ? calloc((size_t)cap, sizeof *seen) : NULL;
+    for (int r = 0; seen && r < l->size && used < cap; r++) { /* ranks x nodes compares */
+        int q = 0;
+        while (q < used && strcmp(seen[q], l->hosts[r]) != 0) q++;
+        if (q == used) seen[used++] = l->hosts[r];
+    }
+    if (seen && used < cap) {
+        for (int q = 0; q < used; q++) strbuf_addf(b, "%s%s", q ? "," : "", seen[q]);
+        strbuf_addf(b, " of %s", all);
+    } else {
+        strbuf_add(b, all); /* every node of the allocation: Slurm's short form */
+    }
+    free(seen);
+}
+
 static void log_slurm(struct runtime *rt)
 {
     const struct slurm_job *s = &rt->slurm;
+    struct strbuf nodes = {0};
     char end[64] = "no end time";
     if (rt->end_time > 0) {
         time_t t = (time_t)rt->end_time;
@@ -87,8 +111,10 @@ static void log_slurm(struct runtime *rt)
         localtime_r(&t, &tm);
         strftime(end, sizeof end, "ends %Y-%m-%dT%H:%M:%S", &tm);
     }
+    run_nodes(rt, &nodes);
     runlog_line(rt->log, "slurm: job %s, restart %d, nodes %s, launched by %s, %s", s->id,
-                s->restarts, *s->nodes ? s->nodes : "?", s->launcher, end);
+                s->restarts, strbuf_str(&nodes), s->launcher, end);
+    strbuf_free(&nodes);
 }
 
 /* Check every op's outside resources before anything runs, so a missing
