@@ -383,27 +383,6 @@ cleanup:
     return rc;
 }
 
-/* RUN_DIR/exit_status: cairn's own exit code, for a batch script whose
- * launcher reports another (mpirun signalled by Slurm returns 1 after its
- * ranks exited 75), and for a failure the reason, as runtime_last_words
- * leaves it: "2 input: ..." or "3 fatal: ...".  Best effort: the run's
- * outcome does not depend on it. */
-static void write_exit_status(const char *run_dir, int rc)
-{
-    char path[4200], text[4200];
-    int code = cairn_exit_code(rc);
-    const char *kind = code == CAIRN_EXIT_INPUT ? "input" : "fatal";
-    int n = code == 0 || code == CAIRN_EXIT_PREEMPTED
-                ? snprintf(text, sizeof text, "%d\n", code)
-                : snprintf(text, sizeof text, "%d %s: %.4000s\n", code, kind, cairn_errmsg());
-    if (n < 0) return;
-    if ((size_t)n >= sizeof text) n = (int)sizeof text - 1;
-    for (int i = 0; i < n - 1; i++)
-        if (text[i] == '\n') text[i] = ' ';
-    if (fsx_join(path, sizeof path, run_dir, "exit_status") == 0 && fsx_mkdir_p(run_dir) == 0)
-        fsx_write_atomic(path, text, (size_t)n);
-}
-
 /* MPI_Init for run and data synth.  A rank that waits in MPI (HDF5's
  * collective calls, a collective in a step) gives its core up instead of
  * spinning, unless the user chose otherwise: Open MPI yields on its own
@@ -439,7 +418,6 @@ static int cmd_run(int argc, char **argv)
     struct diags d = {0};
     int64_t epochs = 0;
     char run_dir[4096];
-    bool ran = false;
     rc = load_for_run(MPI_COMM_WORLD, &a, &job, &plan, &d, threads);
     if (rc == 0) {
         if (a.run_dir)
@@ -448,13 +426,11 @@ static int cmd_run(int argc, char **argv)
             snprintf(run_dir, sizeof run_dir, "runs/%s", job->name);
         struct run_opts o = {.run_dir = run_dir, .resume = a.resume, .no_requeue = a.no_requeue};
         rc = runner_run(MPI_COMM_WORLD, plan, &o, &epochs);
-        ran = true;
     }
     if (rc && me == 0) {
         diags_print(&d, stderr);
         if (d.n == 0) fprintf(stderr, "cairn: %s\n", cairn_errmsg());
     }
-    if (me == 0 && ran) write_exit_status(run_dir, rc);
     diags_free(&d);
     plan_destroy(&plan);
     job_destroy(&job);

@@ -33,16 +33,43 @@ static bool is_root(const struct runtime *rt) { return rt->layout->rank == 0; }
 /* ---- set-up ------------------------------------------------------------- */
 
 /* Rank 0 makes the run directory; everyone learns whether that worked. */
-/* Collective.  An earlier run's exit_status goes: this run's last words
- * (runtime_last_words) or its end replace it. */
 static int make_run_dir(MPI_Comm world, const char *dir)
 {
     int me = 0, rc = 0;
-    char path[4200];
     MPI_Comm_rank(world, &me);
     if (me == 0) rc = fsx_mkdir_p(dir);
-    if (me == 0 && rc == 0 && fsx_join(path, sizeof path, dir, "exit_status") == 0) unlink(path);
     return coll_agree(world, rc);
+}
+
+/* RUN_DIR/exit_status: cairn's own exit code, for a batch script whose
+ * launcher reports another (mpirun signalled by Slurm returns 1 after its
+ * ranks exited 75), and for a failure the reason, as runtime_last_words
+ * leaves it: "2 input: ..." or "3 fatal: ...".  Best effort: the run's
+ * outcome does not depend on it. */
+static void write_exit_status(const char *run_dir, int rc)
+{
+    char path[4200], text[4200];
+    int code = cairn_exit_code(rc);
+    const char *kind = code == CAIRN_EXIT_INPUT ? "input" : "fatal";
+    int n = code == 0 || code == CAIRN_EXIT_PREEMPTED
+                ? snprintf(text, sizeof text, "%d\n", code)
+                : snprintf(text, sizeof text, "%d %s: %.4000s\n", code, kind, cairn_errmsg());
+    if (n < 0) return;
+    if ((size_t)n >= sizeof text) n = (int)sizeof text - 1;
+    for (int i = 0; i < n; i++)
+        if (text[i] == '\n') text[i] = ' ';
+    text[n - 1] = '\n'; /* one line */
+    if (fsx_join(path, sizeof path, run_dir, "exit_status") == 0 && fsx_mkdir_p(run_dir) == 0)
+        fsx_write_atomic(path, text, (size_t)n);
+}
+
+/* Rank 0, once the run has started: an earlier run's exit_status goes, so
+ * that this run's last words (runtime_last_words) or its end stand alone.
+ * A run refused at start-up leaves the run directory as it was. */
+static void forget_exit_status(const char *run_dir)
+{
+    char path[4200];
+    if (fsx_join(path, sizeof path, run_dir, "exit_status") == 0) unlink(path);
 }
 
 static void log_start(struct runtime *rt)
@@ -560,8 +587,11 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
     struct runtime rt = {0};
     struct ckpt_meta m = {0};
     double t0 = clock_now();
+    bool started = false; /* a refusal at start-up leaves the run directory as it was */
     *epochs = 0;
     CAIRN_CHECK(setup(world, p, o, &rt));
+    started = true;
+    if (is_root(&rt)) forget_exit_status(o->run_dir);
     if (is_root(&rt)) log_start(&rt);
     if (is_root(&rt)) log_placement(&rt);
     if (is_root(&rt) && rt.slurm.present) log_slurm(&rt);
@@ -590,8 +620,10 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
         runlog_metric(rt.log, "done", m.epoch, 0, fields);
     }
 cleanup:
-    if (rc && rc != CAIRN_EPREEMPTED && rt.log && is_root(&rt)) /* a preemption is logged as it happens */
+    bool root = started && is_root(&rt);
+    if (rc && rc != CAIRN_EPREEMPTED && root) /* a preemption is logged as it happens */
         runlog_line(rt.log, "error: %s", cairn_errmsg());
     teardown(&rt);
+    if (root) write_exit_status(o->run_dir, rc);
     return rc;
 }
