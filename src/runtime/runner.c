@@ -620,10 +620,10 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
         runlog_metric(rt.log, "done", m.epoch, 0, fields);
     }
 cleanup:
-    bool root = started && is_root(&rt);
-    if (rc && rc != CAIRN_EPREEMPTED && root) /* a preemption is logged as it happens */
+    started = started && is_root(&rt); /* from here: rank 0 of a run that started */
+    if (rc && rc != CAIRN_EPREEMPTED && started) /* a preemption is logged as it happens */
         runlog_line(rt.log, "error: %s", cairn_errmsg());
     teardown(&rt);
-    if (root) write_exit_status(o->run_dir, rc);
+    if (started) write_exit_status(o->run_dir, rc);
     return rc;
 }
