@@ -27,17 +27,22 @@ void exec_task(struct runtime *rt, const struct task *t);
 
 /* Abort every rank of the job: print one line naming this rank, its host,
  * where the job is, and the current error message, leave it as the last
- * words (below, kind "fatal"), then MPI_Abort with the exit code of rc.
- * Safe from any thread. */
+ * words (below, of runtime_exit_kind(rc)), then MPI_Abort with the exit
+ * code of rc.  Safe from any thread. */
 _Noreturn void runtime_fatal(const struct runtime *rt, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* How an exit with error rc reads in exit_status: "input" (bad input),
+ * "lost" (MPI failed: a peer or the network may be gone, a rerun may help)
+ * or "fatal" (cairn found a cause a rerun cannot fix). */
+const char *runtime_exit_kind(int rc);
 
 /* An exit cairn chooses mid-run: `line` (one line, no newline) goes to
  * cairn.log and, unless a rank got there first, RUN_DIR/exit_status reads
  * "CODE KIND: line", so that a batch script and the user learn why.  KIND
- * is "fatal" (a rerun cannot help) or "stalled" (the watchdog: a peer or a
- * node may be gone, a rerun may help).  Best effort; safe from any thread. */
+ * is runtime_exit_kind's, or "stalled" (the watchdog: a peer or a node may
+ * be gone, a rerun may help).  Bounded (a hung file system cannot hold the
+ * exit up for more than a few seconds); safe from any thread. */
 void runtime_last_words(const struct runtime *rt, int code, const char *kind, const char *line);
 
 #endif

@@ -9,6 +9,7 @@
 #include "cairn/tensor.h"
 
 #include <hdf5.h>
+#include <mpi.h>
 
 void h5_lock(void);
 void h5_unlock(void);
@@ -25,8 +26,11 @@ int h5_path_local(hid_t loc, const char *path);
 int h5_data_local(hid_t dset);
 enum dtype h5_dtype(hid_t type); /* DT_NONE for non-numeric types */
 
-/* H5Fcreate (truncating) with fapl (H5P_DEFAULT or an MPI-IO list). */
-hid_t h5_create_file(const char *path, hid_t fapl);
+/* H5Fcreate (truncating) with fapl (H5P_DEFAULT or an MPI-IO list) into
+ * *f.  Errors: CAIRN_EHDF5, "cannot create PATH: " and HDF5's cause. */
+int h5_create_file(const char *path, hid_t fapl, hid_t *f);
+/* Collective on comm, before an MPI-IO open of path (see h5util.c). */
+void h5_mpio_before_open(MPI_Comm comm, const char *path);
 hid_t h5_create_group(hid_t loc, const char *name);
 /* A dataset of the given dtype and global shape; missing groups on the
  * way to name are created.  dcpl may be H5P_DEFAULT. */

@@ -168,7 +168,7 @@ lose_node() {
     ranks_gone "$tag" "$t0" $pids
     # the launcher has returned within LAUNCH_BOUND s of the loss, long
     # before Slurm's node timeout (300 s here) would release it
-    if wait_log "$tag.out" "cairn.sbatch: the run (died|stalled)"; then
+    if wait_log "$tag.out" "cairn.sbatch: the run (died|stalled|lost)"; then
         took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
         echo "# $tag: $2 returned after $took s"
         awk -v t="$took" -v b="$LAUNCH_BOUND" 'BEGIN {exit !(t < b)}' &&
@@ -178,12 +178,12 @@ lose_node() {
         fail "$tag/launcher-gone-within-${LAUNCH_BOUND}s" "$2 still runs" "$tag.out"
     fi
     wait_log "$tag.out" "cairn.sbatch: (cairn exited with|not requeueing)"
-    expect_grep "$tag/died" "$tag.out" "cairn.sbatch: the run (died \($2 returned [0-9]+; cairn did not end in order\)|stalled \(3 stalled: rank [0-9]+ \(node[1-3]\): watchdog: no progress)"
-    # How the survivors end is a race (PLATFORM notes): the watchdog, or a
-    # rank that dies of the broken connection first and takes the rest
-    # with it; the output names one or the other.
+    expect_grep "$tag/died" "$tag.out" "cairn.sbatch: the run (died \($2 returned [0-9]+; cairn did not end in order\)|stalled \(3 stalled: rank [0-9]+ \(node[1-3]\): watchdog: no progress|lost \(3 lost: rank [0-9]+ \(node[1-3]\): )"
+    # How the survivors end is a race: the watchdog, a rank that dies of
+    # the broken connection first and takes the rest with it, or an MPI
+    # call failing ("lost"); the output names which.
     [ "$how" = slurm-first ] ||
-        expect_grep "$tag/death-explained" "$tag.out" "watchdog: no progress for 1[0-9] s \(watchdog.timeout 10 s\) in (epoch 2 step [0-9]+: task|saving the checkpoint of epoch 2 step 0 )|srun: error: node[12]: tasks? [0-9,-]+: (Killed|Broken pipe|Terminated|Segmentation fault|Exited with exit code)|ORTE has lost communication with a remote daemon|exited on signal"
+        expect_grep "$tag/death-explained" "$tag.out" "watchdog: no progress for 1[0-9] s \(watchdog.timeout 10 s\) in (epoch 2 step [0-9]+: task|saving the checkpoint of epoch 2 step 0 )|srun: error: node[12]: tasks? [0-9,-]+: (Killed|Broken pipe|Terminated|Segmentation fault)|ORTE has lost communication with a remote daemon|exited on signal [0-9]+ \((Killed|Broken pipe|Terminated|Segmentation fault)\)|3 lost: rank [0-9]+ \(node[12]\)"
     expect_grep "$tag/again-on-the-nodes-left" "$tag.out" "cairn.sbatch: 1 of 3 nodes do not answer; running again on node1,node2, "
     expect_grep "$tag/finished-in-place" "$tag.out" "cairn.sbatch: cairn exited with 0"
     expect_count "$tag/not-requeued" "$tag.out" "requeueing" 0
@@ -216,6 +216,7 @@ lose_node() {
 ranks_gone() {
     local tag=$1 t0=$2 left took p
     shift 2
+    [ $# -gt 0 ] || { fail "$tag/ranks-gone-within-${BOUND}s" "no rank of the run was seen"; return; }
     for _ in $(seq 1 900); do
         left=0
         for p in "$@"; do alive "$p" && left=$((left + 1)); done

@@ -4,6 +4,7 @@
 #include "cairn/coll.h"
 #include "cairn/error.h"
 #include "cairn/h5util.h"
+#include "cairn/iodefer.h"
 #include "cairn/partition.h"
 #include "cairn/rng.h"
 
@@ -19,8 +20,7 @@ int datagen_range(const char *file, const char *dataset, int64_t start, int64_t 
     for (int64_t i = 0; i < count; i++) v[i] = start + i;
     h5_quiet();
     struct tensor t = {.dtype = DT_I64, .shape = {1, {count}}, .data = v};
-    f = h5_create_file(file, H5P_DEFAULT);
-    CAIRN_CHECK_H5(f);
+    CAIRN_CHECK(h5_create_file(file, H5P_DEFAULT, &f));
     CAIRN_CHECK(h5_put_tensor(f, dataset, &t));
 cleanup:
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
@@ -78,7 +78,7 @@ static int write_rows(hid_t f, const char *name, enum dtype t, const struct shap
     CAIRN_CHECK(h5_write_rows(d, t, lo, n, data, x));
 cleanup:
     if (x >= 0) H5Pclose(x);
-    if (d >= 0) H5Dclose(d);
+    if (d >= 0 && H5Dclose(d) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Dclose");
     return rc;
 }
 
@@ -105,6 +105,7 @@ int datagen_synth(MPI_Comm comm, const char *file, int64_t samples, int64_t feat
     int32_t *y = NULL;
     hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID;
     int64_t lo, hi;
+    bool deferring = false;
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &size);
     block_range(samples, size, me, &lo, &hi);
@@ -120,13 +121,19 @@ int datagen_synth(MPI_Comm comm, const char *file, int64_t samples, int64_t feat
     fapl = H5Pcreate(H5P_FILE_ACCESS);
     CAIRN_CHECK_H5(fapl);
     CAIRN_CHECK_H5(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL));
-    f = h5_create_file(file, fapl);
-    if (f < 0) CAIRN_FAIL(CAIRN_EIO, "cannot create %s", file);
+    h5_mpio_before_open(comm, file);
+    iodefer_begin(file); /* a write failing on some ranks only must not split them */
+    deferring = true;
+    CAIRN_CHECK(h5_create_file(file, fapl, &f));
     struct shape fs = {2, {samples, features}}, ls = {1, {samples}};
     CAIRN_CHECK(write_rows(f, "features", DT_F32, &fs, lo, hi - lo, x));
     CAIRN_CHECK(write_rows(f, "labels", DT_I32, &ls, lo, hi - lo, y));
 cleanup:
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
+    if (deferring) {
+        int d = iodefer_end();
+        if (d) rc = d;
+    }
     if (fapl >= 0) H5Pclose(fapl);
     free(x);
     free(y);

@@ -83,11 +83,21 @@ int cairn_err_mpi(int mpi_rc, const char *file, int line, const char *what)
     return cairn_err_set(CAIRN_EMPI, file, line, "%s: %s", what, text);
 }
 
-/* HDF5 pushes its deepest cause first; keep the first description seen. */
+/* HDF5 pushes its deepest cause first; keep the first description seen.
+ * A system call's failure comes as "what: time = ..., errno = N, error
+ * message = '...', ..." (the time ends in a newline): keep what and why. */
 static herr_t h5_first(unsigned n, const H5E_error2_t *e, void *data)
 {
     char *out = data;
-    if (n == 0 && e->desc) snprintf(out, 512, "%s (%s)", e->desc, e->func_name);
+    if (n != 0 || !e->desc) return 0;
+    const char *why = strstr(e->desc, "error message = '"), *colon = strchr(e->desc, ':');
+    if (why && colon && colon < why) {
+        why += strlen("error message = '");
+        snprintf(out, 512, "%.*s: %.*s (%s)", (int)(colon - e->desc), e->desc,
+                 (int)strcspn(why, "'"), why, e->func_name);
+    } else {
+        snprintf(out, 512, "%s (%s)", e->desc, e->func_name);
+    }
     return 0;
 }
 

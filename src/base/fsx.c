@@ -49,6 +49,9 @@ int fsx_fsync_path(const char *path)
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     CAIRN_CHECK_ERRNO(fd >= 0, CAIRN_EIO, "cannot open %s", path);
     CAIRN_CHECK_ERRNO(fsync(fd) == 0, CAIRN_EIO, "cannot fsync %s", path);
+    int c = close(fd);
+    fd = -1;
+    CAIRN_CHECK_ERRNO(c == 0, CAIRN_EIO, "cannot close %s", path);
 cleanup:
     if (fd >= 0) close(fd);
     return rc;
@@ -105,15 +108,39 @@ cleanup:
     return rc;
 }
 
-int fsx_write_new(const char *path, const void *data, size_t len)
+/* open with `flags`, write, fsync and close, each checked. */
+static int write_file(const char *path, int flags, const void *data, size_t len)
 {
-    int rc = 0, fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int rc = 0, fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | flags, 0644);
     CAIRN_CHECK_ERRNO(fd >= 0, CAIRN_EIO, "cannot create %s", path);
     CAIRN_CHECK(write_fd(fd, data, len, path));
     CAIRN_CHECK_ERRNO(fsync(fd) == 0, CAIRN_EIO, "cannot fsync %s", path);
+    int c = close(fd);
+    fd = -1;
+    CAIRN_CHECK_ERRNO(c == 0, CAIRN_EIO, "cannot close %s", path);
 cleanup:
     if (fd >= 0) close(fd);
     return rc;
+}
+
+int fsx_write_new(const char *path, const void *data, size_t len)
+{
+    return write_file(path, O_EXCL, data, len);
+}
+
+int fsx_write_synced(const char *path, const void *data, size_t len)
+{
+    int rc = write_file(path, O_TRUNC, data, len);
+    if (rc) unlink(path); /* a full disk must not leave it behind */
+    return rc;
+}
+
+int fsx_open_write(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot open %s", path);
+    if (close(fd) != 0) return cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot close %s", path);
+    return 0;
 }
 
 int fsx_read_all(const char *path, char **data, size_t *len)

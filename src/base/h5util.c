@@ -1,9 +1,12 @@
 /* HDF5 helpers; see include/cairn/h5util.h. */
 #include "cairn/h5util.h"
 
+#include "cairn/coll.h"
 #include "cairn/error.h"
 
 #include <pthread.h>
+#include <semaphore.h>
+#include <stdio.h>
 #include <string.h>
 
 /* Process-wide by necessity: it guards a library that is itself global. */
@@ -72,12 +75,23 @@ static hid_t untimed(hid_t base, hid_t cls)
     return p;
 }
 
-hid_t h5_create_file(const char *path, hid_t fapl)
+/* Every HDF5 call clears the error stack: a failure's cause must survive
+ * the closes after it, for cairn_err_h5 to report. */
+static hid_t save_cause(hid_t id) { return id < 0 ? H5Eget_current_stack() : H5I_INVALID_HID; }
+static void restore_cause(hid_t stack)
 {
-    hid_t fcpl = untimed(H5P_DEFAULT, H5P_FILE_CREATE), f = H5I_INVALID_HID;
-    if (fcpl >= 0) f = H5Fcreate(path, H5F_ACC_TRUNC, fcpl, fapl);
+    if (stack >= 0) H5Eset_current_stack(stack);
+}
+
+int h5_create_file(const char *path, hid_t fapl, hid_t *f)
+{
+    hid_t fcpl = untimed(H5P_DEFAULT, H5P_FILE_CREATE);
+    *f = fcpl >= 0 ? H5Fcreate(path, H5F_ACC_TRUNC, fcpl, fapl) : H5I_INVALID_HID;
+    hid_t cause = save_cause(*f);
     if (fcpl >= 0) H5Pclose(fcpl);
-    return f;
+    restore_cause(cause);
+    if (*f >= 0) return 0;
+    return cairn_err_wrap(cairn_err_h5(__FILE__, __LINE__, "H5Fcreate"), "cannot create %s: ", path);
 }
 
 static hid_t link_list(void)
@@ -112,9 +126,11 @@ hid_t h5_create_dataset(hid_t loc, const char *name, enum dtype t, const struct 
     hid_t p = untimed(dcpl, H5P_DATASET_CREATE), lcpl = link_list(), sp = file_space(s);
     hid_t d = H5I_INVALID_HID;
     if (p >= 0 && lcpl >= 0 && sp >= 0) d = H5Dcreate2(loc, name, h5_native(t), sp, lcpl, p, H5P_DEFAULT);
+    hid_t cause = save_cause(d);
     if (sp >= 0) H5Sclose(sp);
     if (lcpl >= 0) H5Pclose(lcpl);
     if (p >= 0) H5Pclose(p);
+    restore_cause(cause);
     return d;
 }
 
@@ -153,7 +169,8 @@ int h5_put_tensor(hid_t loc, const char *name, const struct tensor *v)
     CAIRN_CHECK_H5(d);
     CAIRN_CHECK_H5(H5Dwrite(d, h5_native(v->dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, v->data));
 cleanup:
-    if (d >= 0) H5Dclose(d);
+    /* the close writes what HDF5 buffered: a small dataset's data */
+    if (d >= 0 && H5Dclose(d) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Dclose");
     return rc;
 }
 
@@ -186,4 +203,22 @@ cleanup:
 int h5_attr_put_i64(hid_t obj, const char *name, int64_t v)
 {
     return h5_attr_put(obj, name, H5T_NATIVE_INT64, &v);
+}
+
+/* Open MPI's MPI-IO (ompio), when all ranks share a node, keeps a
+ * semaphore named after the file's base name in /dev/shm, and reuses one
+ * that exists.  A rank killed while holding it (the watchdog, a
+ * preemption, a crash inside the open) leaves it taken, and every later
+ * open of that name on the node then waits for ever: every rerun would
+ * hang at the same point.  So rank 0 (on that node whenever one is used)
+ * removes the name first; a process that has the old one open keeps it. */
+void h5_mpio_before_open(MPI_Comm comm, const char *path)
+{
+    int rank = 0;
+    char name[300];
+    const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    MPI_Comm_rank(comm, &rank);
+    if (rank == 0 && snprintf(name, sizeof name, "/OMPIO_%s", base) < (int)sizeof name)
+        sem_unlink(name);
+    coll_barrier(comm);
 }

@@ -14,6 +14,7 @@
 #include "cairn/error.h"
 #include "cairn/fsx.h"
 #include "cairn/h5util.h"
+#include "cairn/iodefer.h"
 #include "cairn/partition.h"
 #include "cairn/plan.h"
 #include "cairn/strbuf.h"
@@ -1008,7 +1009,7 @@ int ckpt_file_write(const struct ckpt_view *v, const char *path, const struct ck
     struct desc *ds = calloc((size_t)n + 1, sizeof *ds);
     struct strbuf settings = {0};
     struct contents c = {0};
-    bool root = v->rank == 0;
+    bool root = v->rank == 0, deferring = false;
     *io = (struct ckpt_io){0};
     h5_quiet();
     rc = ds ? ckpt_settings(v->plan, &settings)
@@ -1018,17 +1019,27 @@ int ckpt_file_write(const struct ckpt_view *v, const char *path, const struct ck
     CAIRN_CHECK(describe(v, ds));
     int64_t need = data_bytes(ds, n) + metadata_bound(&c);
     CAIRN_CHECK(coll_agree(v->comm, root ? reserve_space(path, need) : 0));
+    /* an MPI-IO open that fails on some ranks only would split them */
+    CAIRN_CHECK(coll_agree(v->comm, fsx_open_write(path)));
     fapl = mpio_fapl(v->comm);
     CAIRN_CHECK_H5(fapl);
-    f = h5_create_file(path, fapl);
-    if (f < 0) {
-        rc = cairn_err_h5(__FILE__, __LINE__, "H5Fcreate");
-        cairn_err_wrap(rc, "cannot create %s: ", path);
-        goto cleanup;
-    }
+    h5_mpio_before_open(v->comm, path);
+    iodefer_begin(path);
+    deferring = true;
+    CAIRN_CHECK(h5_create_file(path, fapl, &f));
     rc = write_all(v, f, path, &c, ds, n, io);
+    /* durable on every rank (MPI_File_sync), not on rank 0's word alone:
+     * on a parallel file system one client's fsync need not cover the
+     * others' writes */
+    if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fflush");
 cleanup:
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
+    if (deferring) {
+        int d = iodefer_end(); /* a failed write explains whatever failed after it */
+        if (d) rc = d;
+    }
+    /* and what the close wrote (the final metadata), from every rank too */
+    if (f >= 0 && rc == 0) rc = fsx_fsync_path(path);
     if (fapl >= 0) H5Pclose(fapl);
     if (root) {
         char reserve[4200];
@@ -1170,6 +1181,7 @@ int ckpt_file_read(const struct ckpt_view *v, const char *path, struct ckpt_meta
     CAIRN_CHECK(ckpt_settings(v->plan, &ours));
     fapl = mpio_fapl(v->comm);
     CAIRN_CHECK_H5(fapl);
+    h5_mpio_before_open(v->comm, path);
     CAIRN_CHECK(open_checked(path, fapl, &f, &c));
     CAIRN_CHECK(check_settings(&c, path, strbuf_str(&ours)));
     if (c.n != n) CAIRN_FAIL(CAIRN_ERUNTIME, "%s: %d blobs, the plan has %d", path, c.n, n);
@@ -1306,7 +1318,7 @@ static int extract_one(hid_t f, const struct contents *c, hid_t out, const char 
     CAIRN_CHECK(h5_attr_put(d2, "checksum", H5T_NATIVE_UINT64, &sum)); /* of the data alone */
 cleanup:
     tensor_free(&t);
-    if (d2 >= 0) H5Dclose(d2);
+    if (d2 >= 0 && H5Dclose(d2) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Dclose");
     if (d >= 0) H5Dclose(d);
     return rc;
 }
@@ -1318,8 +1330,7 @@ int ckpt_file_extract(const char *path, const char *const *blobs, int n, const c
     struct contents c = {0};
     h5_quiet();
     CAIRN_CHECK(open_checked(path, H5P_DEFAULT, &f, &c));
-    o = h5_create_file(out, H5P_DEFAULT);
-    if (o < 0) CAIRN_FAIL(CAIRN_EIO, "cannot create %s", out);
+    CAIRN_CHECK(h5_create_file(out, H5P_DEFAULT, &o));
     CAIRN_CHECK(copy_attrs(f, o, &c));
     for (int i = 0; i < n; i++) CAIRN_CHECK(extract_one(f, &c, o, blobs[i]));
 cleanup:

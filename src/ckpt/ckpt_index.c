@@ -125,15 +125,7 @@ int ckpt_index_write_tmp(const char *dir, const struct ckpt_index *idx)
     }
     CAIRN_CHECK(strbuf_finish(&b));
     CAIRN_CHECK(fsx_join(path, sizeof path, dir, "index.tmp"));
-    FILE *f = fopen(path, "w");
-    CAIRN_CHECK_ERRNO(f != NULL, CAIRN_EIO, "cannot create %s", path);
-    bool ok = fwrite(strbuf_str(&b), 1, b.len, f) == b.len && fflush(f) == 0 &&
-              fsync(fileno(f)) == 0;
-    int saved = errno;
-    ok = fclose(f) == 0 && ok;
-    if (!ok) unlink(path); /* a full disk must not leave it behind */
-    errno = saved;
-    CAIRN_CHECK_ERRNO(ok, CAIRN_EIO, "cannot write %s", path);
+    CAIRN_CHECK(fsx_write_synced(path, strbuf_str(&b), b.len));
 cleanup:
     strbuf_free(&b);
     return rc;
@@ -146,7 +138,11 @@ int ckpt_index_commit_tmp(const char *dir, bool *replaced)
     if (replaced) *replaced = false;
     CAIRN_CHECK(fsx_join(tmp, sizeof tmp, dir, "index.tmp"));
     CAIRN_CHECK(fsx_join(path, sizeof path, dir, "index"));
-    CAIRN_CHECK_ERRNO(rename(tmp, path) == 0, CAIRN_EIO, "cannot rename %s", tmp);
+    if (rename(tmp, path) != 0) {
+        rc = cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot rename %s", tmp);
+        unlink(tmp);
+        goto cleanup;
+    }
     if (replaced) *replaced = true;
     CAIRN_CHECK(fsx_fsync_path(dir));
 cleanup:

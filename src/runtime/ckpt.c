@@ -37,6 +37,7 @@ struct ckpt_mgr {
     bool committed;                /* ... if there is one */
     double longest;
     double rate; /* bytes per second of this run's last save (every rank), 0: none yet */
+    double bytes; /* the file being saved, about (every rank) */
 };
 
 static bool is_root(const struct ckpt_mgr *c) { return c->rt->layout->rank == 0; }
@@ -100,6 +101,7 @@ static int file_write(struct ckpt_mgr *c, const char *path, const struct ckpt_me
         if (c->rt->plan->groups[l->gid].blobs[b].persistent) mine += (double)c->rt->ws->v[b].t.cap;
     int rc = coll_allreduce(&mine, &all, 1, MPI_DOUBLE, MPI_SUM, world(c)); /* the file's size, about */
     if (rc) return rc;
+    c->bytes = all;
     watch_io(c, all);
     watchdog_doing(watchdog_main(c->rt->watchdog), "saving the checkpoint of epoch %lld step %lld (collective "
                    "HDF5 I/O over all ranks)", (long long)m->epoch, (long long)m->step);
@@ -440,7 +442,8 @@ static bool load_tried_twice(struct ckpt_mgr *c, const struct candidate *k)
 
 /* DIR/restarts counts how often in a row the same checkpoint was resumed
  * (k->file), or the job started fresh for want of one (k->file "-"); a
- * commit, a finished run or a preempted one removes it.  A resume loop of
+ * commit, a finished run, a preempted one or one stopped by an error cairn
+ * reports (not "lost") removes it.  A resume loop of
  * runs that die, before their first save too, stops after
  * checkpoint.max_resumes. */
 static int count_resume(struct ckpt_mgr *c, const struct candidate *k)
@@ -597,9 +600,10 @@ static bool ends_with(const char *s, const char *tail)
     return n > t && strcmp(s + n - t, tail) == 0;
 }
 
-/* Files of saves that a killed run left unfinished ("ckpt-*.h5.tmp" and
- * their space reserves): never loadable, possibly large; a commit clears
- * them away. */
+/* Files of saves that a killed run left unfinished ("ckpt-*.h5.tmp", their
+ * space reserves, and the lock files Open MPI's MPI-IO makes beside a file
+ * opened on several nodes): never loadable, possibly large; a commit
+ * clears them away. */
 static void remove_unfinished(const struct ckpt_mgr *c)
 {
     DIR *d = opendir(c->dir);
@@ -607,7 +611,8 @@ static void remove_unfinished(const struct ckpt_mgr *c)
     char path[4400];
     while (d && (de = readdir(d))) {
         if (strncmp(de->d_name, "ckpt-", 5) == 0 &&
-            (ends_with(de->d_name, ".h5.tmp") || ends_with(de->d_name, ".h5.tmp.reserve")) &&
+            (ends_with(de->d_name, ".h5.tmp") || ends_with(de->d_name, ".h5.tmp.reserve") ||
+             (strstr(de->d_name, ".h5.tmp-") && ends_with(de->d_name, ".lock"))) &&
             fsx_join(path, sizeof path, c->dir, de->d_name) == 0)
             unlink(path);
     }
@@ -698,7 +703,11 @@ int ckpt_save(struct ckpt_mgr *c, const struct ckpt_meta *m)
     if (rc == 0 && is_root(c)) rc = probe(c, tmp);
     rc = coll_agree(world(c), rc);
     if (rc == 0) rc = file_write(c, tmp, m, &io);
-    if (rc == 0) rc = coll_agree(world(c), is_root(c) ? commit(c, name, m) : 0);
+    if (rc == 0) {
+        watch_io(c, c->bytes); /* the commit syncs the file again on rank 0 */
+        rc = coll_agree(world(c), is_root(c) ? commit(c, name, m) : 0);
+        watchdog_progress(watchdog_main(c->rt->watchdog));
+    }
     if (rc) {
         if (is_root(c)) unlink(tmp); /* never listed, so never loaded; tidy up */
         return failed(c, "checkpoint", m, rc);

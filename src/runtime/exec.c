@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,9 +37,24 @@ static void where(const struct runtime *rt, char *buf, size_t size)
         snprintf(buf, size, "%s", phase_name(rt->phase));
 }
 
+/* The last words may block (a hung file system, the log's lock held by a
+ * thread stuck in a write): they get a few seconds, then the process ends
+ * with its code all the same. */
+#define LAST_WORDS_SECONDS 5
+static volatile sig_atomic_t last_code = 3;
+static void out_of_words(int sig)
+{
+    (void)sig;
+    _exit(last_code);
+}
+
 void runtime_last_words(const struct runtime *rt, int code, const char *kind, const char *line)
 {
     char path[4200], text[4200];
+    struct sigaction sa = {.sa_handler = out_of_words};
+    last_code = code;
+    sigaction(SIGALRM, &sa, NULL);
+    alarm(LAST_WORDS_SECONDS);
     if (rt->log) runlog_line(rt->log, "%s", line);
     if (!rt->run_dir || fsx_join(path, sizeof path, rt->run_dir, "exit_status")) return;
     int n = snprintf(text, sizeof text, "%d %s: %s", code, kind, line);
@@ -48,6 +64,12 @@ void runtime_last_words(const struct runtime *rt, int code, const char *kind, co
         if (text[i] == '\n') text[i] = ' ';
     text[n++] = '\n';
     fsx_write_new(path, text, (size_t)n); /* the first rank's words stand */
+}
+
+const char *runtime_exit_kind(int rc)
+{
+    if (cairn_exit_code(rc) == CAIRN_EXIT_INPUT) return "input";
+    return rc == CAIRN_EMPI ? "lost" : "fatal"; /* MPI failing: a peer or the network is gone */
 }
 
 _Noreturn void runtime_fatal(const struct runtime *rt, int rc, const char *fmt, ...)
@@ -64,7 +86,7 @@ _Noreturn void runtime_fatal(const struct runtime *rt, int rc, const char *fmt, 
         ssize_t ignored = write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
         (void)ignored;
         line[strcspn(line, "\n")] = 0;
-        runtime_last_words(rt, cairn_exit_code(rc), "fatal", line + strlen("cairn: "));
+        runtime_last_words(rt, cairn_exit_code(rc), runtime_exit_kind(rc), line + strlen("cairn: "));
     }
     MPI_Abort(l->world, cairn_exit_code(rc));
     _exit(cairn_exit_code(rc)); /* MPI_Abort does not return; this satisfies _Noreturn */

@@ -29,6 +29,12 @@
 #include <unistd.h>
 
 static bool is_root(const struct runtime *rt) { return rt->layout->rank == 0; }
+static int world_rank(MPI_Comm world)
+{
+    int me = 0;
+    MPI_Comm_rank(world, &me);
+    return me;
+}
 
 /* ---- set-up ------------------------------------------------------------- */
 
@@ -50,7 +56,7 @@ static void write_exit_status(const char *run_dir, int rc)
 {
     char path[4200], text[4200];
     int code = cairn_exit_code(rc);
-    const char *kind = code == CAIRN_EXIT_INPUT ? "input" : "fatal";
+    const char *kind = runtime_exit_kind(rc);
     int n = code == 0 || code == CAIRN_EXIT_PREEMPTED
                 ? snprintf(text, sizeof text, "%d\n", code)
                 : snprintf(text, sizeof text, "%d %s: %.4000s\n", code, kind, cairn_errmsg());
@@ -59,8 +65,9 @@ static void write_exit_status(const char *run_dir, int rc)
     for (int i = 0; i < n; i++)
         if (text[i] == '\n') text[i] = ' ';
     text[n - 1] = '\n'; /* one line */
+    /* O_EXCL: a rank's last words (runtime_last_words) stand */
     if (fsx_join(path, sizeof path, run_dir, "exit_status") == 0 && fsx_mkdir_p(run_dir) == 0)
-        fsx_write_atomic(path, text, (size_t)n);
+        fsx_write_new(path, text, (size_t)n);
 }
 
 /* Rank 0, once the run has started: an earlier run's exit_status goes, so
@@ -588,6 +595,7 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
     struct ckpt_meta m = {0};
     double t0 = clock_now();
     bool started = false; /* a refusal at start-up leaves the run directory as it was */
+    bool running = false;  /* past the resume */
     *epochs = 0;
     CAIRN_CHECK(setup(world, p, o, &rt));
     started = true;
@@ -597,6 +605,7 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
     if (is_root(&rt) && rt.slurm.present) log_slurm(&rt);
     CAIRN_CHECK(prepare_ops(&rt));
     CAIRN_CHECK(start(&rt, &m));
+    running = true;
     int64_t first = m.epoch;
     int why = 0;
     fault_signal(&rt.fault, rt.layout->rank, 0, 1);
@@ -620,10 +629,18 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
         runlog_metric(rt.log, "done", m.epoch, 0, fields);
     }
 cleanup:
-    started = started && is_root(&rt); /* from here: rank 0 of a run that started */
-    if (rc && rc != CAIRN_EPREEMPTED && started) /* a preemption is logged as it happens */
+    if (rc && rc != CAIRN_EPREEMPTED && started && is_root(&rt)) /* a preemption is logged as it happens */
         runlog_line(rt.log, "error: %s", cairn_errmsg());
+    /* a refusal (bad input) at start-up leaves the run directory as it
+     * was; any other failure there says so, or a batch script would take
+     * the run for one that died and run it again and again */
+    bool say = started ? is_root(&rt) : cairn_exit_code(rc) != CAIRN_EXIT_INPUT && world_rank(world) == 0;
+    /* an error cairn reports, which no batch script reruns, is no crash
+     * loop: the next run by hand gets the full checkpoint.max_resumes */
+    if (running && rc && rc != CAIRN_EPREEMPTED && is_root(&rt) && strcmp(runtime_exit_kind(rc), "lost") != 0)
+        ckpt_run_ended(rt.ckpt);
     teardown(&rt);
-    if (started) write_exit_status(o->run_dir, rc);
+    if (say && !started) forget_exit_status(o->run_dir);
+    if (say) write_exit_status(o->run_dir, rc);
     return rc;
 }

@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 /* Parameter k from the shards (src: this shard's rows) to trainer 0 (dst);
@@ -189,8 +190,7 @@ static int write_model(struct trainer *t, struct op_call *c, const char *path)
     const struct train_spec *sp = t->spec;
     hid_t f = H5I_INVALID_HID, layers = H5I_INVALID_HID, g = H5I_INVALID_HID;
     h5_quiet();
-    f = h5_create_file(path, H5P_DEFAULT);
-    if (f < 0) CAIRN_FAIL(CAIRN_EIO, "cannot create %s", path);
+    CAIRN_CHECK(h5_create_file(path, H5P_DEFAULT, &f));
     CAIRN_CHECK(h5_attr_put_str(f, "loss", loss_name(sp->loss)));
     CAIRN_CHECK(h5_attr_put_str(f, "dtype", dtype_name(sp->dtype)));
     CAIRN_CHECK(h5_attr_put_str(f, "job_name", c->ctx->rt->plan->job->name));
@@ -208,12 +208,13 @@ static int write_model(struct trainer *t, struct op_call *c, const char *path)
         CAIRN_CHECK(h5_attr_put_str(g, "activation", act_name(sp->layers[l].act)));
         CAIRN_CHECK(h5_put_tensor(g, "W", &c->in[2 * l]->t));
         CAIRN_CHECK(h5_put_tensor(g, "b", &c->in[2 * l + 1]->t));
-        H5Gclose(g);
+        herr_t closed = H5Gclose(g);
         g = H5I_INVALID_HID;
+        CAIRN_CHECK_H5(closed);
     }
 cleanup:
     if (g >= 0) H5Gclose(g);
-    if (layers >= 0) H5Gclose(layers);
+    if (layers >= 0 && H5Gclose(layers) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Gclose");
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
     return rc;
 }
@@ -232,5 +233,10 @@ int train_op_save_model(struct op_call *c)
     CAIRN_CHECK_ERRNO(rename(tmp, path) == 0, CAIRN_EIO, "cannot rename %s", tmp);
     CAIRN_CHECK(fsx_fsync_parent(path));
 cleanup:
+    if (rc) {
+        unlink(tmp);
+        cairn_err_wrap(rc, "model.h5 not written (the last checkpoint holds the trained state, and "
+                           "running the job again writes it): ");
+    }
     return rc;
 }

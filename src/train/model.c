@@ -124,8 +124,7 @@ static int ref_write(struct ref *r, const char *out)
     int rc = 0;
     hid_t f = H5I_INVALID_HID;
     h5_quiet();
-    f = h5_create_file(out, H5P_DEFAULT);
-    if (f < 0) CAIRN_FAIL(CAIRN_EIO, "cannot create %s", out);
+    CAIRN_CHECK(h5_create_file(out, H5P_DEFAULT, &f));
     for (int k = 0; k < 2 * r->L; k++) {
         char name[64];
         model_grad_name(k, name, sizeof name);

@@ -474,8 +474,8 @@ static int dump_grads(struct trainer *t)
     fapl = H5Pcreate(H5P_FILE_ACCESS);
     CAIRN_CHECK_H5(fapl);
     CAIRN_CHECK_H5(H5Pset_fapl_mpio(fapl, t->group, MPI_INFO_NULL));
-    f = h5_create_file(t->spec->debug_grads, fapl);
-    if (f < 0) CAIRN_FAIL(CAIRN_EIO, "cannot create %s", t->spec->debug_grads);
+    h5_mpio_before_open(t->group, t->spec->debug_grads);
+    CAIRN_CHECK(h5_create_file(t->spec->debug_grads, fapl, &f));
     for (int k = 0; k < K; k++) {
         char name[64];
         int64_t lo, hi;
