@@ -70,6 +70,13 @@ def damage(kind, f):
         d = replace_dataset(f, "groups/store/w", v)
         d.attrs["checksum"] = np.uint64((mix64(v) + fnv("store/w")) % M)
         return
+    if kind.startswith("w_row"):  # sharded.cfg's w: one row's value changed, the checksum kept
+        row = int(kind[len("w_row"):])  # w_rowR: row R, which one rank of a split loads
+        w = f["groups/store/w"]
+        v = w[row]
+        v[1] = -v[1] + 0.5
+        w[row] = v
+        return
     if kind == "external_storage":  # sharded.cfg's w, the same bytes kept beside the file
         w = "groups/store/w"
         v = f[w][()]
@@ -99,6 +106,10 @@ def damage(kind, f):
     elif kind == "settings_dup":  # a blob listed twice, the metadata checksum consistent
         s = f.attrs["settings"].decode()
         replace_attr(f, "settings", np.bytes_(s.encode() + b"blob main/total=i64[] replicated\n\0"))
+        seal_meta(f)
+    elif kind == "settings_reordered":  # the same lines in another order, the checksum consistent
+        lines = f.attrs["settings"].decode().rstrip("\0").splitlines(keepends=True)
+        replace_attr(f, "settings", np.bytes_("".join(lines[::-1]).encode() + b"\0"))
         seal_meta(f)
     elif kind == "format_string":
         replace_attr(f, "format_version", np.bytes_(b"2"))

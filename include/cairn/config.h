@@ -11,8 +11,9 @@ struct diags;
 
 /* A job file's text (caller frees): a regular file (a FIFO is never
  * opened) of at most CONFIG_MAX_BYTES with no NUL byte.  Not collective.
- * Errors: CAIRN_EINPUT saying why (without the path). */
-int config_read_text(const char *path, char **text);
+ * Errors: CAIRN_EINPUT saying why (without the path); *line (may be
+ * NULL) is then the line at fault, or left alone. */
+int config_read_text(const char *path, char **text, int *line);
 
 /* Read `path` (or parse `text`, if not NULL, naming it `path` in messages),
  * apply overrides ("key=value", key a dotted libconfig path

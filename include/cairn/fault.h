@@ -16,14 +16,17 @@
  * pause:POINT:R[:E] world rank R stops for good at POINT, after saying so
  *                  on stderr: a test then knows a save is in flight
  * slow:POINT:R[:E] world rank R waits FAULT_SLOW_SECONDS at POINT: a save
- *                  that is slow but healthy */
+ *                  that is slow but healthy
+ * freeze:POINT:R[:E] world rank R's whole process stops (SIGSTOP) at
+ *                  POINT: there but silent, as behind a cut network */
 #ifndef CAIRN_FAULT_H
 #define CAIRN_FAULT_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-enum fault_kind { FAULT_OP, FAULT_KILL, FAULT_SIGNAL, FAULT_CLOCK, FAULT_FILL, FAULT_PAUSE, FAULT_SLOW };
+enum fault_kind { FAULT_OP, FAULT_KILL, FAULT_SIGNAL, FAULT_CLOCK, FAULT_FILL, FAULT_PAUSE, FAULT_SLOW,
+                  FAULT_FREEZE };
 enum { FAULT_SLOW_SECONDS = 3 };
 
 struct fault {

@@ -29,6 +29,9 @@ int fsx_read_all(const char *path, char **data, size_t *len);
 /* Copy src to dst durably (via dst.tmp + rename). */
 int fsx_copy_atomic(const char *src, const char *dst);
 int64_t fsx_file_size(const char *path); /* -1 if missing */
+/* The bytes a file really holds: its size, or less if it is sparse (a
+ * crafted size claims nothing); -1 if missing. */
+int64_t fsx_file_stored(const char *path);
 /* Is path a regular file (not missing, a directory, a FIFO or a device)? */
 int fsx_is_regular(const char *path);
 /* Can path be created (or overwritten)?  Creates it to find out, and

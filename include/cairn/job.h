@@ -108,8 +108,10 @@ struct slurm_spec {
 
 /* A rank with no progress for this long ends the job (watchdog.h). */
 struct watchdog_spec {
-    double timeout; /* seconds; 0: automatic (WATCHDOG_FLOOR or more) */
+    double timeout;  /* seconds; 0: automatic (WATCHDOG_FLOOR or more) */
+    double liveness; /* a rank silent this long is lost (liveness.h); 0: off */
 };
+enum { LIVENESS_DEFAULT = 10 }; /* seconds */
 enum { WATCHDOG_FLOOR = 60 }; /* the automatic timeout's least value, seconds */
 
 struct job {

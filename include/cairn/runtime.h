@@ -25,6 +25,8 @@ struct runtime {
     struct reader_cache *readers;
     struct ckpt_mgr *ckpt;
     struct watchdog *watchdog; /* ends this rank if it makes no progress */
+    struct liveness *liveness; /* ends it if a peer falls silent */
+    double kill_wait;          /* rank 0 under Slurm: its KillWait, seconds (0: unknown) */
     void **ext_state;      /* each plan extension's state on this rank (ext.h) */
     const char *run_dir;
     int64_t steps_per_epoch;

@@ -26,6 +26,9 @@ void slurm_job_read(struct slurm_job *s);
  * printed by task 0 only.  Returns 0 or CAIRN_EINPUT. */
 int slurm_launch_check(void);
 
+/* Slurm's KillWait (seconds from a job's TERM to its KILL), or 0 if Slurm
+ * cannot say. */
+double slurm_kill_wait(const struct slurm_job *s);
 /* The job's end time (Unix seconds), or 0 if it has none or Slurm cannot say. */
 double slurm_end_time(const struct slurm_job *s);
 /* The job's state as Slurm sees it ("RUNNING", "PENDING", "CANCELLED",

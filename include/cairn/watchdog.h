@@ -30,6 +30,9 @@ int watchdog_start(double timeout, double floor, const char *who, watchdog_last_
 void watchdog_stop(struct watchdog **w);
 /* The automatic timeout's current value (ignored with a fixed timeout). */
 void watchdog_limit(struct watchdog *w, double seconds);
+/* What a stall probably means, for the message (by default "a peer rank
+ * or its node is probably gone"). */
+void watchdog_hint(struct watchdog *w, const char *why);
 
 /* The main thread's lane (NULL for a NULL watchdog; every lane function
  * accepts NULL and then does nothing). */

@@ -39,6 +39,10 @@ python3 -c 'print(("# filler\n" * 140000), end="")' >big.cfg
 run big "$CAIRN" check big.cfg
 expect_rc big/exit big 2
 expect_grep big/message big.err "^big.cfg: job file of 1260000 bytes; job files are limited to 1048576"
+printf 'name = "n";\nseed = 1;\n# a comment\0\n' >nul.cfg
+run nul "$CAIRN" check nul.cfg
+expect_rc nul/exit nul 2
+expect_grep nul/line nul.err "^nul.cfg:3: a NUL byte \(a job file is text\)"
 mkfifo fifo.cfg
 run fifo "$CAIRN" check fifo.cfg
 expect_rc fifo/exit fifo 2

@@ -166,3 +166,41 @@ expect_rc verify-job/accepts job-ok 0
 run job-other "$CAIRN" ckpt verify ref/ckpt/ckpt-e000003.h5 --job "$JOBS/sharded.cfg"
 expect_rc verify-job/other-job job-other 2
 expect_grep verify-job/says-why job-other.err "was written for other settings: seed: the checkpoint has 1, this job 3"
+
+# The multi-rank read path is as strict: every damaged file above again,
+# loaded on 3 ranks (the counter's state is replicated: every rank reads
+# it whole and each must reach the same verdict), and sharded state whose
+# parts disagree: one row of w changed, its checksum kept, in the part one
+# rank of a 2- or 3-rank split loads (the first, a middle, the last).
+mpi ref3 3 run "$JOBS/counter.cfg" --run-dir ref3 --set groups.0.ranks=3 --set stop.max_epochs=3
+for kind in "${!why[@]}"; do
+    cp -r ref3 "$kind-3"
+    /usr/bin/python3 "$CAIRN_ROOT/regression/damage.py" "$kind" "$kind-3/ckpt/ckpt-e000003.h5"
+    mpi "$kind-3-run" 3 run "$JOBS/counter.cfg" --run-dir "$kind-3" --set groups.0.ranks=3
+    expect_rc "3-ranks/$kind/exit" "$kind-3-run" 0
+    expect_grep "3-ranks/$kind/loader-says" "$kind-3-run.out" "cannot be loaded: .*${why[$kind]}.*; marking it bad"
+    expect_grep "3-ranks/$kind/fell-back" "$kind-3-run.out" "resuming after epoch 2 "
+    expect_eq "3-ranks/$kind/result" "$(metric "$kind-3/metrics.jsonl" log result | awk '{print $NF}')" 145
+done
+full=$(metric sfull/metrics.jsonl log result)
+for np in 2 3; do
+    for row in 0 5 11; do
+        t=part-$np-$row
+        cp -r sref "$t"
+        /usr/bin/python3 "$CAIRN_ROOT/regression/damage.py" "w_row$row" "$t/ckpt/ckpt-e000003.h5"
+        mpi "$t-run" "$np" run "$JOBS/sharded.cfg" --run-dir "$t" --set groups.0.ranks="$np"
+        expect_rc "parts/$np-ranks/row$row/exit" "$t-run" 0
+        expect_grep "parts/$np-ranks/row$row/loader-says" "$t-run.out" "ckpt-e000003.h5 \(epoch 3 step 0\) cannot be loaded: .*/groups/store/w: checksum mismatch.*; marking it bad"
+        expect_grep "parts/$np-ranks/row$row/fell-back" "$t-run.out" "resuming after epoch 2 "
+        expect_eq "parts/$np-ranks/row$row/result" "$(metric "$t/metrics.jsonl" log result | awk '{print $NF}')" "$full"
+    done
+done
+
+# the same settings written in another order (the metadata checksum
+# consistent): refused as a file of other settings, and the message says
+# why rather than listing nothing
+cp -r ref reordered
+/usr/bin/python3 "$CAIRN_ROOT/regression/damage.py" settings_reordered reordered/ckpt/ckpt-e000003.h5
+mpi reordered-run 2 run "$JOBS/counter.cfg" --run-dir reordered "${set_2[@]}"
+expect_rc reordered/refused reordered-run 2
+expect_grep reordered/says-why reordered-run.err "was written for other settings: the same settings, written differently"

@@ -69,6 +69,30 @@ mpi wd-rerun 2 run "$JOBS/counter.cfg" --run-dir wd --set groups.0.ranks=2
 expect_rc watchdog/rerun wd-rerun 0
 expect_grep watchdog/resumed wd-rerun.out "resuming after epoch 1 "
 expect_eq watchdog/result "$(metric wd/metrics.jsonl log result)" "$(metric wd-ref/metrics.jsonl log result)"
+# with the liveness ring faster than the watchdog, a stall is no lost peer,
+# and the message says so
+CAIRN_FAULT=pause:write:1:2 mpi wd-hint 2 run "$JOBS/counter.cfg" --run-dir wd-hint --set groups.0.ranks=2 \
+    --set watchdog.timeout=4 --set watchdog.liveness=3
+expect_rc watchdog/hint/exit wd-hint 3
+expect_grep watchdog/hint/says wd-hint/exit_status "^3 stalled: rank [01] \([^)]+\): watchdog: no progress for 4 s .*; every rank still sends its heartbeat \(watchdog.liveness\), so none is lost: this rank waits on work that is stuck or slower than the timeout: ending the job"
+
+# The liveness ring: rank 1 of 3 freezes (SIGSTOP: no thread runs) in the
+# middle of epoch 2's save.  Its successor, rank 2, hears nothing from it
+# for watchdog.liveness seconds and ends the run (exit 3, "3 lost: ..."),
+# long before the watchdog would; the committed checkpoints stay, and a
+# rerun ends as an uninterrupted run does.
+CAIRN_FAULT=freeze:write:1:2 mpi lv 3 run "$JOBS/counter.cfg" --run-dir lv --set groups.0.ranks=3 \
+    --set watchdog.liveness=3 --set watchdog.timeout=100
+expect_rc liveness/exit lv 3
+expect_grep liveness/frozen lv.err "rank 1: CAIRN_FAULT freezes this rank at write"
+expect_grep liveness/says lv.err "cairn: rank 2 \([^)]+\): rank 1 \([^)]+\) has not been heard from for [0-9]+ s \(watchdog.liveness 3 s\): that rank, its node or the network to it is gone; ending the job"
+expect_grep liveness/exit-status lv/exit_status "^3 lost: rank 2 \([^)]+\): rank 1 \([^)]+\) has not been heard from"
+expect_grep liveness/logged lv/cairn.log "rank 2 \([^)]+\): rank 1 \([^)]+\) has not been heard from"
+expect_eq liveness/committed "$(ckpt_ls lv/ckpt | awk '$5 == "ok" {print $1}' | xargs)" "0 1"
+mpi lv-rerun 3 run "$JOBS/counter.cfg" --run-dir lv --set groups.0.ranks=3
+expect_rc liveness/rerun lv-rerun 0
+expect_grep liveness/resumed lv-rerun.out "resuming after epoch 1 "
+expect_eq liveness/result "$(metric lv/metrics.jsonl log result)" "$(metric wd-ref/metrics.jsonl log result)"
 
 # Each lane is watched on its own: an op that never ends (a 60 s sleep
 # standing in for a collective hung on a dead peer) ends the run after

@@ -11,6 +11,7 @@ declare -A of=(
     [arena]=base [checksum]=base [clock]=base [coll]=base [diag]=base [error]=base [fault]=base
     [fsx]=base [h5util]=base [partition]=base [preempt]=base [rng]=base [runlog]=base
     [slurm]=base [strbuf]=base [tensor]=base [version]=base [watchdog]=base
+    [iodefer]=base [liveness]=base
     [analyze]=job [config]=job [ext]=job [job]=job [op]=job [plan]=job [placement]=job [print]=job
     [ckpt_file]=ckpt [ckpt_index]=ckpt
     [ckpt]=runtime [exec]=runtime [layout]=runtime [reader]=runtime [runner]=runtime

@@ -109,9 +109,9 @@ static const char usage_ckpt[] =
 
 static int usage_error(const char *usage, const char *fmt, const char *arg)
 {
-    fprintf(stderr, "cairn: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n%s", usage);
+    char msg[512];
+    snprintf(msg, sizeof msg, fmt, arg);
+    fprintf(stderr, "cairn: %s\n%s", msg, usage); /* one write: ranks' lines do not mix */
     return CAIRN_EXIT_INPUT;
 }
 
@@ -339,7 +339,7 @@ static int share_job_text(MPI_Comm world, const char *path, char **text)
         char why[1024];
     } v = {.len = -1};
     MPI_Comm_rank(world, &me);
-    if (me == 0 && config_read_text(path, &buf) == 0) v.len = (long long)strlen(buf);
+    if (me == 0 && config_read_text(path, &buf, NULL) == 0) v.len = (long long)strlen(buf);
     if (me == 0 && v.len < 0) snprintf(v.why, sizeof v.why, "%s", cairn_errmsg());
     CAIRN_CHECK_MPI(MPI_Bcast(&v, (int)sizeof v, MPI_BYTE, 0, world));
     long long len = v.len;

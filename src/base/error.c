@@ -106,7 +106,8 @@ int cairn_err_h5(const char *file, int line, const char *what)
     char cause[512] = "no details";
     H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, h5_first, cause);
     H5Eclear2(H5E_DEFAULT);
-    return cairn_err_set(CAIRN_EHDF5, file, line, "%s failed: %s", what, cause);
+    /* what may be the whole call as written (CAIRN_CHECK_H5): its name will do */
+    return cairn_err_set(CAIRN_EHDF5, file, line, "%.*s failed: %s", (int)strcspn(what, "( "), what, cause);
 }
 
 int cairn_err_errno(int code, const char *file, int line, const char *fmt, ...)

@@ -16,7 +16,7 @@ int fault_parse(const char *spec, struct fault *f)
     static const char *const kinds[] = {[FAULT_OP] = "op", [FAULT_KILL] = "kill",
                                         [FAULT_SIGNAL] = "signal", [FAULT_CLOCK] = "clock",
                                         [FAULT_FILL] = "fill", [FAULT_PAUSE] = "pause",
-                                        [FAULT_SLOW] = "slow"};
+                                        [FAULT_SLOW] = "slow", [FAULT_FREEZE] = "freeze"};
     *f = (struct fault){.epoch = -1};
     if (!spec || !*spec) return 0;
     char kind[16] = "", what[64] = "";
@@ -33,7 +33,8 @@ int fault_parse(const char *spec, struct fault *f)
                              "CAIRN_FAULT='%s' is not op:NAME:RANK[:EPOCH], "
                              "kill:POINT:RANK[:EPOCH], signal:SIGNAL:RANK[:EPOCH], "
                              "clock:SECONDS:RANK[:EPOCH], fill:POINT:RANK[:EPOCH], "
-                             "pause:POINT:RANK[:EPOCH] or slow:POINT:RANK[:EPOCH]",
+                             "pause:POINT:RANK[:EPOCH], slow:POINT:RANK[:EPOCH] or "
+                             "freeze:POINT:RANK[:EPOCH]",
                              spec);
     f->set = true;
     f->kind = (enum fault_kind)k;
@@ -84,6 +85,11 @@ void fault_point(const struct fault *f, int rank, const char *point, int64_t epo
         fprintf(stderr, "cairn: rank %d: CAIRN_FAULT pauses this rank at %s\n", rank, point);
         fflush(stderr);
         for (;;) pause(); /* until a signal's default action ends the process */
+    }
+    if (matches(f, FAULT_FREEZE, rank, epoch) && strcmp(f->what, point) == 0) {
+        fprintf(stderr, "cairn: rank %d: CAIRN_FAULT freezes this rank at %s\n", rank, point);
+        fflush(stderr);
+        raise(SIGSTOP); /* every thread: no heartbeat either */
     }
     if (matches(f, FAULT_SLOW, rank, epoch) && strcmp(f->what, point) == 0) {
         fprintf(stderr, "cairn: rank %d: CAIRN_FAULT holds this rank at %s for %d s\n", rank, point,

@@ -203,6 +203,14 @@ int64_t fsx_file_size(const char *path)
     return stat(path, &st) ? -1 : (int64_t)st.st_size;
 }
 
+int64_t fsx_file_stored(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st)) return -1;
+    int64_t blocks = (int64_t)st.st_blocks * 512;
+    return blocks < (int64_t)st.st_size ? blocks : (int64_t)st.st_size;
+}
+
 int fsx_is_regular(const char *path)
 {
     struct stat st;

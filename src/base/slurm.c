@@ -52,6 +52,15 @@ static void query(const char *cmd, char *out, size_t size)
     out[strcspn(out, "\n")] = '\0';
 }
 
+double slurm_kill_wait(const struct slurm_job *s)
+{
+    char out[128];
+    if (!s->present) return 0;
+    query("timeout 20 scontrol show config 2>/dev/null | sed -n 's/^KillWait *= *\\([0-9]*\\).*/\\1/p'",
+          out, sizeof out);
+    return atof(out);
+}
+
 double slurm_end_time(const struct slurm_job *s)
 {
     char cmd[256], out[128];

@@ -29,6 +29,7 @@ struct watchdog {
     double fixed, floor, limit; /* seconds */
     struct watchdog_lane *lanes, main;
     char who[96];
+    char hint[256]; /* what a stall probably means */
     watchdog_last_words_fn *last_words;
     void *arg;
 };
@@ -47,8 +48,8 @@ static _Noreturn void expire(struct watchdog *w, const struct watchdog_lane *l, 
     if (l->allow >= 0.5) snprintf(allow, sizeof allow, ", plus %.0f s for the checkpoint's size", l->allow);
     int n = snprintf(line, sizeof line,
                      "cairn: %s: watchdog: no progress for %.0f s (watchdog.timeout %.0f s%s) in %s; "
-                     "a peer rank or its node is probably gone: ending the job\n",
-                     w->who, idle, base_timeout(w), allow, *l->doing ? l->doing : "start-up");
+                     "%s: ending the job\n",
+                     w->who, idle, base_timeout(w), allow, *l->doing ? l->doing : "start-up", w->hint);
     if (n > 0) {
         ssize_t ignored = write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
         (void)ignored;
@@ -97,6 +98,7 @@ int watchdog_start(double timeout, double floor, const char *who, watchdog_last_
     w->main = (struct watchdog_lane){.w = w, .last = clock_now()};
     w->lanes = &w->main;
     snprintf(w->who, sizeof w->who, "%s", who);
+    snprintf(w->hint, sizeof w->hint, "a peer rank or its node is probably gone");
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     if (pthread_create(&w->thread, NULL, watch, w) != 0) {
@@ -195,6 +197,14 @@ void watchdog_doing(struct watchdog_lane *l, const char *fmt, ...)
     vsnprintf(l->doing, sizeof l->doing, fmt, ap);
     pthread_mutex_unlock(&l->w->mu);
     va_end(ap);
+}
+
+void watchdog_hint(struct watchdog *w, const char *why)
+{
+    if (!w) return;
+    pthread_mutex_lock(&w->mu);
+    snprintf(w->hint, sizeof w->hint, "%s", why);
+    pthread_mutex_unlock(&w->mu);
 }
 
 void watchdog_limit(struct watchdog *w, double seconds)

@@ -117,6 +117,9 @@ static void explain_settings(const char *theirs, const char *ours, struct strbuf
         if (!find_kv(b, nb, &a[i]))
             strbuf_addf(why, "%s%.*s: in the checkpoint but not in this job", shown++ ? "; " : "",
                         a[i].klen, a[i].k);
+    if (!shown)
+        strbuf_add(why, "the same settings, written differently (order, spacing or a line end): "
+                        "not a file cairn wrote for this job");
 done:
     free(a);
     free(b);
@@ -271,6 +274,16 @@ static int describe_mine(const struct ckpt_view *v, const struct tensor *t, stru
         CAIRN_CHECK_MPI(MPI_Allreduce(&s.d[0], &total, 1, MPI_INT64_T, MPI_SUM, comm));
         d->row0 = v->group_rank == 0 ? 0 : before;
         d->file.d[0] = total;
+        /* the reader gives rank r the block split's rows (block_range):
+         * a file of another split would load onto the wrong ranks */
+        int64_t blo, bhi;
+        block_range(total, v->group_size, v->group_rank, &blo, &bhi);
+        if (blo != d->row0 || bhi - blo != s.d[0])
+            return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__,
+                                 "rank %d of the group holds rows %lld-%lld of %lld, not the block "
+                                 "split's %lld-%lld, which a load would give it",
+                                 v->group_rank, (long long)d->row0, (long long)(d->row0 + s.d[0]),
+                                 (long long)total, (long long)blo, (long long)bhi);
     } else {
         d->file.ndim = s.ndim + 1;
         d->file.d[0] = v->group_size;

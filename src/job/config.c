@@ -711,11 +711,16 @@ bool cfg_bool(struct cfg *c, const config_setting_t *g, const char *key, bool df
 
 static void parse_watchdog(struct cfg *c, const config_setting_t *root)
 {
-    const config_setting_t *s = cfg_section(c, root, "watchdog", "{ timeout = 120; }");
+    const config_setting_t *s = cfg_section(c, root, "watchdog", "{ timeout = 120; liveness = 10; }");
+    c->job->watchdog.liveness = LIVENESS_DEFAULT;
     if (!s) return;
-    static const char *const keys[] = {"timeout", NULL};
+    static const char *const keys[] = {"timeout", "liveness", NULL};
     cfg_keys(c, s, "watchdog", keys);
     c->job->watchdog.timeout = cfg_num(c, s, "timeout", 0, 0, 1e7, NULL);
+    c->job->watchdog.liveness = cfg_num(c, s, "liveness", LIVENESS_DEFAULT, 0, 1e7, NULL);
+    if (c->job->watchdog.liveness > 0 && c->job->watchdog.liveness < 3)
+        cfg_err(c, config_setting_get_member(s, "liveness"),
+                "watchdog.liveness must be 0 (off) or at least 3 seconds (a heartbeat goes every second)");
 }
 
 static void parse_slurm(struct cfg *c, const config_setting_t *root)

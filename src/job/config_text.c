@@ -151,7 +151,7 @@ int cfg_text_check(struct diags *d, const char *file, const char *text, const ch
     return problems;
 }
 
-int config_read_text(const char *path, char **text)
+int config_read_text(const char *path, char **text, int *line)
 {
     int rc = 0;
     size_t len = 0;
@@ -162,7 +162,12 @@ int config_read_text(const char *path, char **text)
         CAIRN_FAIL(CAIRN_EINPUT, "job file of %lld bytes; job files are limited to %d",
                    (long long)size, CFG_MAX_BYTES);
     if (fsx_read_all(path, text, &len)) CAIRN_FAIL(CAIRN_EINPUT, "%s", cairn_errmsg());
-    if (strlen(*text) != len) CAIRN_FAIL(CAIRN_EINPUT, "job file holds a NUL byte");
+    if (strlen(*text) != len) {
+        int at = 1;
+        for (const char *p = *text; *p; p++) at += *p == '\n';
+        if (line) *line = at;
+        CAIRN_FAIL(CAIRN_EINPUT, "a NUL byte (a job file is text)");
+    }
 cleanup:
     if (rc) {
         free(*text);
@@ -174,7 +179,8 @@ cleanup:
 char *cfg_read_text(struct diags *d, const char *path)
 {
     char *text = NULL;
-    if (config_read_text(path, &text)) diags_add(d, path, 0, "%s", cairn_errmsg());
+    int line = 0;
+    if (config_read_text(path, &text, &line)) diags_add(d, path, line, "%s", cairn_errmsg());
     return text;
 }
 

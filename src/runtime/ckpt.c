@@ -38,6 +38,7 @@ struct ckpt_mgr {
     double longest;
     double rate; /* bytes per second of this run's last save (every rank), 0: none yet */
     double bytes; /* the file being saved, about (every rank) */
+    bool kill_wait_said;
 };
 
 static bool is_root(const struct ckpt_mgr *c) { return c->rt->layout->rank == 0; }
@@ -120,7 +121,7 @@ static int file_read(const struct ckpt_mgr *c, const char *path, struct ckpt_met
     struct ckpt_view v;
     struct tensor **t = NULL;
     const struct layout *l = c->rt->layout;
-    watch_io(c, (double)fsx_file_size(path));
+    watch_io(c, (double)fsx_file_stored(path)); /* not a size the file only claims */
     watchdog_doing(watchdog_main(c->rt->watchdog), "loading checkpoint %s (collective HDF5 I/O over all ranks)", path);
     int rc = coll_agree(world(c), make_view(c, &v, &t));
     if (rc == 0) rc = ckpt_file_read(&v, path, m, io);
@@ -691,6 +692,20 @@ static int probe(struct ckpt_mgr *c, const char *tmp)
     return 0;
 }
 
+/* A preemption by TERM leaves the job Slurm's KillWait before the KILL:
+ * a save longer than that cannot finish.  Said once, by rank 0. */
+static void warn_kill_wait(struct ckpt_mgr *c, double seconds)
+{
+    double kw = c->rt->kill_wait;
+    if (!is_root(c) || kw <= 0 || seconds <= kw || c->kill_wait_said) return;
+    c->kill_wait_said = true;
+    runlog_line(c->rt->log, "warning: a checkpoint took %.1f s, longer than Slurm's KillWait (%.0f s): "
+                            "a preemption by TERM would kill the job before its save is committed, "
+                            "and the rerun would repeat the work since the last one (have Slurm "
+                            "signal the job ahead, #SBATCH --signal=B:USR1@SECONDS, or ask for a "
+                            "longer KillWait or GraceTime)", seconds, kw);
+}
+
 int ckpt_save(struct ckpt_mgr *c, const struct ckpt_meta *m)
 {
     if (!ckpt_enabled(c)) return 0;
@@ -714,6 +729,7 @@ int ckpt_save(struct ckpt_mgr *c, const struct ckpt_meta *m)
     }
     double dt = clock_now() - t0;
     if (dt > c->longest) c->longest = dt;
+    warn_kill_wait(c, dt);
     c->last = *m;
     c->committed = true;
     return report_io(c, "saved", name, m, &io, dt);

@@ -10,6 +10,7 @@
 #include "cairn/ext.h"
 #include "cairn/fsx.h"
 #include "cairn/layout.h"
+#include "cairn/liveness.h"
 #include "cairn/placement.h"
 #include "cairn/plan.h"
 #include "cairn/preempt.h"
@@ -146,6 +147,7 @@ static void log_slurm(struct runtime *rt)
         strftime(end, sizeof end, "ends %Y-%m-%dT%H:%M:%S", &tm);
     }
     run_nodes(rt, &nodes);
+    rt->kill_wait = slurm_kill_wait(s);
     runlog_line(rt->log, "slurm: job %s, restart %d, nodes %s, launched by %s, %s", s->id,
                 s->restarts, strbuf_str(&nodes), s->launcher, end);
     strbuf_free(&nodes);
@@ -539,6 +541,35 @@ static void watchdog_words(void *rt, const char *line)
     runtime_last_words(rt, cairn_exit_code(CAIRN_ERUNTIME), "stalled", line);
 }
 
+static void liveness_words(void *rt, const char *line)
+{
+    runtime_last_words(rt, cairn_exit_code(CAIRN_ERUNTIME), "lost", line);
+}
+
+/* Collective: the heartbeat ring (liveness.h). */
+static int start_liveness(struct runtime *rt)
+{
+    const struct layout *l = rt->layout;
+    char who[96];
+    const char **hosts = malloc((size_t)l->size * sizeof *hosts);
+    int rc = hosts ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    for (int r = 0; hosts && r < l->size; r++) hosts[r] = l->hosts[r];
+    snprintf(who, sizeof who, "rank %d (%s)", l->rank, l->host);
+    rc = coll_agree(l->world, rc);
+    if (rc == 0)
+        rc = coll_agree(l->world, liveness_start(l->world, rt->plan->job->watchdog.liveness, who, hosts,
+                                                 liveness_words, rt, &rt->liveness));
+    free(hosts);
+    /* with the ring faster than the watchdog, a rank or node lost is
+     * caught by the ring: a stall is something else */
+    const struct watchdog_spec *ws = &rt->plan->job->watchdog;
+    if (rc == 0 && rt->liveness && ws->liveness < (ws->timeout > 0 ? ws->timeout : WATCHDOG_FLOOR))
+        watchdog_hint(rt->watchdog, "every rank still sends its heartbeat (watchdog.liveness), so "
+                                    "none is lost: this rank waits on work that is stuck or slower "
+                                    "than the timeout");
+    return rc;
+}
+
 /* Collective: every rank's watchdog, before anything can wait on a peer. */
 static int start_watchdog(struct runtime *rt)
 {
@@ -559,6 +590,7 @@ static int setup(MPI_Comm world, const struct plan *p, const struct run_opts *o,
     CAIRN_CHECK(coll_agree(world, fault_parse(getenv("CAIRN_FAULT"), &rt->fault)));
     CAIRN_CHECK(layout_create(world, p, &rt->layout));
     CAIRN_CHECK(start_watchdog(rt));
+    CAIRN_CHECK(start_liveness(rt));
     CAIRN_CHECK(make_run_dir(world, o->run_dir));
     rc = runlog_open(o->run_dir, rt->layout->rank, &rt->log);
     CAIRN_CHECK(coll_agree(world, rc));
@@ -577,6 +609,7 @@ cleanup:
 
 static void teardown(struct runtime *rt)
 {
+    liveness_stop(&rt->liveness); /* first: every rank beats until all are here */
     for (int i = 0; rt->ext_state && i < rt->plan->n_exts; i++)
         if (rt->ext_state[i]) rt->plan->exts[i].def->destroy(&rt->ext_state[i]);
     free(rt->ext_state);
