@@ -3,6 +3,7 @@
 #ifndef CAIRN_FSX_H
 #define CAIRN_FSX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,8 +23,9 @@ int fsx_write_new(const char *path, const void *data, size_t len);
 /* Create or truncate path, write data and fsync it; on failure path is
  * removed.  Errors: CAIRN_EIO naming the path and the cause. */
 int fsx_write_synced(const char *path, const void *data, size_t len);
-/* Can this process open the existing path for writing?  CAIRN_EIO if not. */
-int fsx_open_write(const char *path);
+/* Can this process open path (created if create and missing) for
+ * writing?  CAIRN_EIO if not. */
+int fsx_open_write(const char *path, bool create);
 /* Read a whole file into a NUL-terminated buffer the caller frees. */
 int fsx_read_all(const char *path, char **data, size_t *len);
 /* Copy src to dst durably (via dst.tmp + rename). */

@@ -27,5 +27,8 @@ int liveness_start(MPI_Comm world, double silence, const char *who, const char *
 /* Collective on world: the ranks keep beating until all have arrived,
  * then stop (accepts NULL, NULLs *l). */
 void liveness_stop(struct liveness **l);
+/* This rank's ring alone, at once (not collective): when starting failed
+ * on some rank, so that no barrier waits for it (accepts NULL). */
+void liveness_drop(struct liveness **l);
 
 #endif

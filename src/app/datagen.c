@@ -3,6 +3,7 @@
 
 #include "cairn/coll.h"
 #include "cairn/error.h"
+#include "cairn/fsx.h"
 #include "cairn/h5util.h"
 #include "cairn/iodefer.h"
 #include "cairn/partition.h"
@@ -10,6 +11,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 int datagen_range(const char *file, const char *dataset, int64_t start, int64_t count)
 {
@@ -121,6 +123,9 @@ int datagen_synth(MPI_Comm comm, const char *file, int64_t samples, int64_t feat
     fapl = H5Pcreate(H5P_FILE_ACCESS);
     CAIRN_CHECK_H5(fapl);
     CAIRN_CHECK_H5(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL));
+    /* an MPI-IO open that fails on some ranks only would split them */
+    CAIRN_CHECK(coll_agree(comm, me == 0 ? fsx_open_write(file, true) : 0));
+    CAIRN_CHECK(coll_agree(comm, me == 0 ? 0 : fsx_open_write(file, false)));
     h5_mpio_before_open(comm, file);
     iodefer_begin(file); /* a write failing on some ranks only must not split them */
     deferring = true;
@@ -134,10 +139,12 @@ cleanup:
         int d = iodefer_end();
         if (d) rc = d;
     }
+    rc = coll_agree(comm, rc);
+    if (rc && deferring && me == 0) unlink(file); /* written in part: never a damaged data file */
     if (fapl >= 0) H5Pclose(fapl);
     free(x);
     free(y);
     free(t.w1);
     free(t.w2);
-    return coll_agree(comm, rc);
+    return rc;
 }

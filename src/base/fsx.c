@@ -135,9 +135,9 @@ int fsx_write_synced(const char *path, const void *data, size_t len)
     return rc;
 }
 
-int fsx_open_write(const char *path)
+int fsx_open_write(const char *path, bool create)
 {
-    int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
     if (fd < 0) return cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot open %s", path);
     if (close(fd) != 0) return cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot close %s", path);
     return 0;

@@ -46,31 +46,45 @@ static _Noreturn void silent(struct liveness *l, double quiet)
 }
 
 /* One beat: send the next one when the last has left, take in every
- * heartbeat that arrived (the listener may have slept through several). */
+ * heartbeat that arrived (the listener may have slept through several).
+ * A receive that fails counts as silence; nothing here can spin. */
 static void beat(struct liveness *l)
 {
     int done = 0;
-    if (l->send != MPI_REQUEST_NULL) MPI_Test(&l->send, &done, MPI_STATUS_IGNORE);
-    if (l->send == MPI_REQUEST_NULL)
-        MPI_Isend(&l->beat_out, 1, MPI_INT, l->next, 0, l->comm, &l->send);
-    for (;;) {
+    if (l->send != MPI_REQUEST_NULL && MPI_Test(&l->send, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        l->send = MPI_REQUEST_NULL;
+    if (l->send == MPI_REQUEST_NULL &&
+        MPI_Isend(&l->beat_out, 1, MPI_INT, l->next, 0, l->comm, &l->send) != MPI_SUCCESS)
+        l->send = MPI_REQUEST_NULL;
+    while (l->recv != MPI_REQUEST_NULL) {
         done = 0;
-        if (MPI_Test(&l->recv, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || !done) break;
+        if (MPI_Test(&l->recv, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+            l->recv = MPI_REQUEST_NULL; /* failed: silence from now on */
+            break;
+        }
+        if (!done) break;
         l->heard = clock_now();
-        MPI_Irecv(&l->beat_in, 1, MPI_INT, l->prev, 0, l->comm, &l->recv);
+        if (MPI_Irecv(&l->beat_in, 1, MPI_INT, l->prev, 0, l->comm, &l->recv) != MPI_SUCCESS)
+            l->recv = MPI_REQUEST_NULL;
     }
 }
 
 static void *run(void *arg)
 {
     struct liveness *l = arg;
+    double last = clock_now();
     pthread_mutex_lock(&l->mu);
     while (!l->stop) {
         beat(l);
-        double quiet = clock_now() - l->heard;
+        double now = clock_now(), quiet = now - l->heard;
+        /* this thread itself did not run for a while (the job suspended,
+         * the node starved): the silence it sees is its own, not the
+         * predecessor's; listen again from now */
+        if (now - last > 3 * BEAT_SECONDS) l->heard = now, quiet = 0;
+        last = now;
         if (quiet > l->silence) silent(l, quiet);
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
+        clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_sec += (time_t)BEAT_SECONDS;
         pthread_cond_timedwait(&l->cv, &l->mu, &until);
     }
@@ -116,8 +130,12 @@ int liveness_start(MPI_Comm world, double silence, const char *who, const char *
         free(l);
         return rc;
     }
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* a clock step changes nothing */
     pthread_mutex_init(&l->mu, NULL);
-    pthread_cond_init(&l->cv, NULL);
+    pthread_cond_init(&l->cv, &ca);
+    pthread_condattr_destroy(&ca);
     if (pthread_create(&l->thread, NULL, run, l) != 0) {
         MPI_Cancel(&l->recv);
         MPI_Wait(&l->recv, MPI_STATUS_IGNORE);
@@ -137,13 +155,22 @@ void liveness_stop(struct liveness **lp)
      * stopped first for a lost one */
     MPI_Request all;
     if (MPI_Ibarrier(l->comm, &all) == MPI_SUCCESS) coll_wait(1, &all);
+    liveness_drop(lp);
+}
+
+void liveness_drop(struct liveness **lp)
+{
+    struct liveness *l = lp ? *lp : NULL;
+    if (!l) return;
     pthread_mutex_lock(&l->mu);
     l->stop = true;
     pthread_cond_signal(&l->cv);
     pthread_mutex_unlock(&l->mu);
     pthread_join(l->thread, NULL);
-    MPI_Cancel(&l->recv);
-    MPI_Wait(&l->recv, MPI_STATUS_IGNORE);
+    if (l->recv != MPI_REQUEST_NULL) {
+        MPI_Cancel(&l->recv);
+        MPI_Wait(&l->recv, MPI_STATUS_IGNORE);
+    }
     if (l->send != MPI_REQUEST_NULL) MPI_Request_free(&l->send); /* an eager int: it completes */
     MPI_Comm_free(&l->comm);
     pthread_mutex_destroy(&l->mu);

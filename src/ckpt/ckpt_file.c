@@ -1032,8 +1032,10 @@ int ckpt_file_write(const struct ckpt_view *v, const char *path, const struct ck
     CAIRN_CHECK(describe(v, ds));
     int64_t need = data_bytes(ds, n) + metadata_bound(&c);
     CAIRN_CHECK(coll_agree(v->comm, root ? reserve_space(path, need) : 0));
-    /* an MPI-IO open that fails on some ranks only would split them */
-    CAIRN_CHECK(coll_agree(v->comm, fsx_open_write(path)));
+    /* an MPI-IO open that fails on some ranks only would split them:
+     * rank 0 makes the file, then every other rank opens it */
+    CAIRN_CHECK(coll_agree(v->comm, root ? fsx_open_write(path, true) : 0));
+    CAIRN_CHECK(coll_agree(v->comm, root ? 0 : fsx_open_write(path, false)));
     fapl = mpio_fapl(v->comm);
     CAIRN_CHECK_H5(fapl);
     h5_mpio_before_open(v->comm, path);

@@ -560,6 +560,7 @@ static int start_liveness(struct runtime *rt)
         rc = coll_agree(l->world, liveness_start(l->world, rt->plan->job->watchdog.liveness, who, hosts,
                                                  liveness_words, rt, &rt->liveness));
     free(hosts);
+    if (rc) liveness_drop(&rt->liveness); /* it may have started here and not elsewhere */
     /* with the ring faster than the watchdog, a rank or node lost is
      * caught by the ring: a stall is something else */
     const struct watchdog_spec *ws = &rt->plan->job->watchdog;
@@ -609,7 +610,10 @@ cleanup:
 
 static void teardown(struct runtime *rt)
 {
-    liveness_stop(&rt->liveness); /* first: every rank beats until all are here */
+    /* first: every rank beats until all are here; no lane's progress is
+     * due meanwhile (rank 0 may still be asking Slurm for a requeue) */
+    watchdog_pause(watchdog_main(rt->watchdog));
+    liveness_stop(&rt->liveness);
     for (int i = 0; rt->ext_state && i < rt->plan->n_exts; i++)
         if (rt->ext_state[i]) rt->plan->exts[i].def->destroy(&rt->ext_state[i]);
     free(rt->ext_state);

@@ -225,15 +225,21 @@ int train_op_save_model(struct op_call *c)
     struct trainer *t = c->state;
     if (c->ctx->rt->layout->rank != 0) return 0;
     int rc = 0;
+    bool renamed = false;
     char path[4200], tmp[4300];
     CAIRN_CHECK(fsx_join(path, sizeof path, c->ctx->rt->run_dir, "model.h5"));
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     CAIRN_CHECK(write_model(t, c, tmp));
     CAIRN_CHECK(fsx_fsync_path(tmp));
     CAIRN_CHECK_ERRNO(rename(tmp, path) == 0, CAIRN_EIO, "cannot rename %s", tmp);
+    renamed = true;
     CAIRN_CHECK(fsx_fsync_parent(path));
 cleanup:
-    if (rc) {
+    if (rc && renamed) { /* whole, but its directory entry may not survive a crash */
+        unlink(path);
+        cairn_err_wrap(rc, "model.h5 removed (the last checkpoint holds the trained state, and "
+                           "running the job again writes it): ");
+    } else if (rc) {
         unlink(tmp);
         cairn_err_wrap(rc, "model.h5 not written (the last checkpoint holds the trained state, and "
                            "running the job again writes it): ");
