@@ -32,6 +32,9 @@ void exec_task(struct runtime *rt, const struct task *t);
 _Noreturn void runtime_fatal(const struct runtime *rt, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Where the job is, for messages: "epoch E step S" or the phase. */
+void runtime_where(const struct runtime *rt, char *buf, size_t size);
+
 /* How an exit with error rc reads in exit_status: "input" (bad input),
  * "lost" (MPI failed: a peer or the network may be gone, a rerun may help)
  * or "fatal" (cairn found a cause a rerun cannot fix). */

@@ -15,10 +15,12 @@
  *                  system (a file "fill.ballast" there) at POINT
  * pause:POINT:R[:E] world rank R stops for good at POINT, after saying so
  *                  on stderr: a test then knows a save is in flight
- * slow:POINT:R[:E] world rank R waits FAULT_SLOW_SECONDS at POINT: a save
- *                  that is slow but healthy
+ * slow:POINT[@S]:R[:E] world rank R waits S seconds (FAULT_SLOW_SECONDS
+ *                  by default) at POINT: a save that is slow but healthy
  * freeze:POINT:R[:E] world rank R's whole process stops (SIGSTOP) at
- *                  POINT: there but silent, as behind a cut network */
+ *                  POINT: there but silent, as behind a cut network
+ * busy:NAME:R[:E]  op NAME never ends on world rank R, which still shows
+ *                  progress: a late rank the others wait for, alive */
 #ifndef CAIRN_FAULT_H
 #define CAIRN_FAULT_H
 
@@ -26,7 +28,7 @@
 #include <stdint.h>
 
 enum fault_kind { FAULT_OP, FAULT_KILL, FAULT_SIGNAL, FAULT_CLOCK, FAULT_FILL, FAULT_PAUSE, FAULT_SLOW,
-                  FAULT_FREEZE };
+                  FAULT_FREEZE, FAULT_BUSY };
 enum { FAULT_SLOW_SECONDS = 3 };
 
 struct fault {
@@ -35,6 +37,7 @@ struct fault {
     char what[64];
     int rank;
     int64_t epoch; /* -1: any */
+    double seconds; /* slow: how long */
 };
 
 /* Parse the environment variable's value (NULL or "" means no fault).
@@ -42,6 +45,8 @@ struct fault {
 int fault_parse(const char *spec, struct fault *f);
 /* True if op `name` should fail on this rank now. */
 bool fault_op(const struct fault *f, int rank, const char *name, int64_t epoch);
+/* True if op `name` should never end on this rank now (busy:). */
+bool fault_busy(const struct fault *f, int rank, const char *name, int64_t epoch);
 /* At a named point of a checkpoint save in directory dir: SIGKILL this
  * process, fill dir's file system or stop for good, if the fault names
  * this point, rank and epoch. */

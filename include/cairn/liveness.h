@@ -11,19 +11,31 @@
 #define CAIRN_LIVENESS_H
 
 #include <mpi.h>
+#include <stddef.h>
 
 struct liveness;
 
 /* Called once, from the liveness thread, with the message (one line, no
  * newline), before the process ends with exit 3. */
 typedef void liveness_lost_fn(void *arg, const char *line);
+/* What this rank does now, for a peer that asks (see liveness_ask). */
+typedef void liveness_where_fn(void *arg, char *out, size_t size);
 
 /* Collective on world: start the ring (*out NULL, and no thread, if
  * silence <= 0, world has one rank, or MPI lacks MPI_THREAD_MULTIPLE).
- * who names this rank, hosts[r] world rank r's host.  Errors:
- * CAIRN_EMPI, CAIRN_ENOMEM, CAIRN_ERUNTIME (no thread). */
+ * who names this rank, hosts[r] world rank r's host; the thread answers
+ * peers that ask with where's text (where may be NULL: no answers).
+ * Errors: CAIRN_EMPI, CAIRN_ENOMEM, CAIRN_ERUNTIME (no thread). */
 int liveness_start(MPI_Comm world, double silence, const char *who, const char *const *hosts,
-                   liveness_lost_fn *lost, void *arg, struct liveness **out);
+                   liveness_lost_fn *lost, liveness_where_fn *where, void *arg, struct liveness **out);
+/* A roll call (not collective; any thread): ask world ranks first .. first
+ * + n - 1, this one aside, what they do now, and wait `wait` seconds
+ * (all of it: ranks that ask each other at the same moment all stay to
+ * answer), plus at most a second to cancel what did not come.  answers[i] gets rank first + i's text (malloc'ed) or NULL if
+ * none came in time: that rank, its node or the network to it is gone.
+ * The messages go on the ring's communicator, never on one a collective
+ * may be stuck on.  Returns the number of ranks asked (0 for a NULL l). */
+int liveness_ask(struct liveness *l, int first, int n, double wait, char **answers);
 /* Collective on world: the ranks keep beating until all have arrived,
  * then stop (accepts NULL, NULLs *l). */
 void liveness_stop(struct liveness **l);

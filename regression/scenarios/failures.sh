@@ -49,6 +49,9 @@ expect_grep bad-shape/message shape.err "dataset 'values' in 'counter.h5' has sh
 # a bad CAIRN_FAULT is itself reported
 CAIRN_FAULT=bogus mpi badfault 1 run "$JOBS/counter.cfg" --run-dir bf
 expect_rc bad-fault/exit badfault 2
+CAIRN_FAULT=slow:write@0:0:1 mpi badslow 1 run "$JOBS/counter.cfg" --run-dir bf
+expect_rc bad-fault/slow-seconds badslow 2
+expect_grep bad-fault/slow-says badslow.err "CAIRN_FAULT='slow:write@0:0:1' is not .*slow:POINT\[@SECONDS\]:RANK\[:EPOCH\]"
 
 # A rank stopped for good (CAIRN_FAULT pause) in the middle of epoch 2's
 # checkpoint write: every rank's watchdog ends it within watchdog.timeout
@@ -60,7 +63,7 @@ CAIRN_FAULT=pause:write:1:2 mpi wd 2 run "$JOBS/counter.cfg" --run-dir wd --set 
     --set watchdog.timeout=2
 expect_rc watchdog/exit wd 3
 expect_grep watchdog/paused wd.err "rank 1: CAIRN_FAULT pauses this rank at write"
-expect_grep watchdog/rank0 wd.err "cairn: rank 0 \([^)]+\): watchdog: no progress for 2 s \(watchdog.timeout 2 s\) in saving the checkpoint of epoch 2 step 0 \(collective HDF5 I/O over all ranks\); a peer rank or its node is probably gone: ending the job"
+expect_grep watchdog/rank0 wd.err "cairn: rank 0 \([^)]+\): watchdog: no progress for 2 s \(watchdog.timeout 2 s\) in saving the checkpoint of epoch 2 step 0 \(collective HDF5 I/O over all ranks\); the 1 other rank it waits for is in this work too, so none is late or lost: the work itself is stuck or slower than the timeout: ending the job"
 expect_grep watchdog/rank1 wd.err "cairn: rank 1 \([^)]+\): watchdog: no progress for 2 s"
 expect_grep watchdog/exit-status wd/exit_status "^3 stalled: rank [01] \([^)]+\): watchdog: no progress for 2 s"
 expect_grep watchdog/logged wd/cairn.log "cairn(\[1\])?: rank [01] \([^)]+\): watchdog: no progress for 2 s"
@@ -69,12 +72,51 @@ mpi wd-rerun 2 run "$JOBS/counter.cfg" --run-dir wd --set groups.0.ranks=2
 expect_rc watchdog/rerun wd-rerun 0
 expect_grep watchdog/resumed wd-rerun.out "resuming after epoch 1 "
 expect_eq watchdog/result "$(metric wd/metrics.jsonl log result)" "$(metric wd-ref/metrics.jsonl log result)"
-# with the liveness ring faster than the watchdog, a stall is no lost peer,
-# and the message says so
-CAIRN_FAULT=pause:write:1:2 mpi wd-hint 2 run "$JOBS/counter.cfg" --run-dir wd-hint --set groups.0.ranks=2 \
-    --set watchdog.timeout=4 --set watchdog.liveness=3
+# The watchdog names the ranks a stuck collective waits for: it asks them
+# over the liveness ring's communicator (never the stuck one) and waits 3 s
+# for their answers.  Rank 1 of 3 never ends op 'sum' but shows progress
+# (CAIRN_FAULT busy): ranks 0 and 2 wait for it in 'allreduce_sum', and the
+# first of them to speak names rank 1, its host and where it is.
+CAIRN_FAULT=busy:sum:1:2 mpi wd-late 3 run "$JOBS/counter.cfg" --run-dir wd-late --set groups.0.ranks=3 \
+    --set watchdog.timeout=2
+expect_rc watchdog/late/exit wd-late 3
+expect_grep watchdog/late/busy wd-late.err "rank 1: CAIRN_FAULT keeps this rank busy in op 'sum'"
+expect_grep watchdog/late/names-rank wd-late/exit_status "^3 stalled: rank [02] \($(hostname)\): watchdog: no progress for 2 s \(watchdog.timeout 2 s\) in epoch 2 step 1: task 'count' \(group main\): op 'allreduce_sum' \([^)]*counter.cfg:[0-9]+\), which waits for the group's other ranks; it waits for rank 1 \($(hostname)\) \[in epoch 2 step 1: task 'count' \(group main\): op 'sum' \([^)]*counter.cfg:[0-9]+\)\]; every rank it waits for answers, so none is lost: those named are elsewhere, late or stuck there: ending the job$"
+expect_grep watchdog/late/logged wd-late/cairn.log "it waits for rank 1 \([^)]+\) \[in epoch 2 step 1"
+# outside any op too: group b's rank waits for group a's in the save that
+# follows the epoch, and names it and the op it is still in
+cat >wd-two.cfg <<'CFG'
+name = "two";
+groups = ( { name = "a"; ranks = 1; }, { name = "b"; ranks = 1; } );
+init = ( { group = "a"; steps = ( { op = "fill"; out = "n"; dtype = "i64"; value = 0; } ); },
+         { group = "b"; steps = ( { op = "fill"; out = "n"; dtype = "i64"; value = 0; } ); } );
+epoch = ( { name = "ta"; group = "a"; steps = ( { op = "sleep"; ms = 10; } ); },
+          { name = "tb"; group = "b"; steps = ( { op = "sleep"; ms = 10; } ); } );
+stop = { max_epochs = 2; };
+watchdog = { timeout = 2; };
+CFG
+CAIRN_FAULT=busy:sleep:0:1 mpi wd-two 2 run wd-two.cfg --run-dir wd-two
+expect_rc watchdog/elsewhere/exit wd-two 3
+expect_grep watchdog/elsewhere/names-rank wd-two/exit_status "^3 stalled: rank 1 \([^)]+\): watchdog: no progress for 2 s \(watchdog.timeout 2 s\) in saving the checkpoint of epoch 1 step 0 \(collective HDF5 I/O over all ranks\); it waits for rank 0 \($(hostname)\) \[in epoch 1 step 1: task 'ta' \(group a\): op 'sleep' \(wd-two.cfg:5\)\]; every rank it waits for answers"
+# a rank that cannot answer (frozen, with the ring too slow to notice) is
+# named as silent
+CAIRN_FAULT=freeze:write:1:2 mpi wd-silent 3 run "$JOBS/counter.cfg" --run-dir wd-silent --set groups.0.ranks=3 \
+    --set watchdog.timeout=2 --set watchdog.liveness=100
+expect_rc watchdog/silent/exit wd-silent 3
+expect_grep watchdog/silent/names-rank wd-silent/exit_status "^3 stalled: rank [02] \([^)]+\): watchdog: no progress for 2 s .* in saving the checkpoint of epoch 2 step 0 \(collective HDF5 I/O over all ranks\); it waits for rank 1 \($(hostname)\) \[no answer within 3 s\]; a rank that gives no answer is stopped, or it, its node or the network to it is gone: ending the job$"
+# with the liveness ring faster than the watchdog, a local stall is no lost
+# peer, and the message says so
+cat >wd-hint.cfg <<'CFG'
+name = "hint";
+groups = ( { name = "g"; ranks = 2; } );
+init = ( { group = "g"; steps = ( { op = "fill"; out = "n"; dtype = "i64"; value = 0; } ); } );
+epoch = ( { group = "g"; steps = ( { op = "sleep"; ms = 60000; } ); } );
+stop = { max_epochs = 1; };
+watchdog = { timeout = 4; liveness = 3; };
+CFG
+mpi wd-hint 2 run wd-hint.cfg --run-dir wd-hint
 expect_rc watchdog/hint/exit wd-hint 3
-expect_grep watchdog/hint/says wd-hint/exit_status "^3 stalled: rank [01] \([^)]+\): watchdog: no progress for 4 s .*; every rank still sends its heartbeat \(watchdog.liveness\), so none is lost: this rank waits on work that is stuck or slower than the timeout: ending the job"
+expect_grep watchdog/hint/says wd-hint/exit_status "^3 stalled: rank [01] \([^)]+\): watchdog: no progress for 4 s .* op 'sleep' \(wd-hint.cfg:4\); every rank still sends its heartbeat \(watchdog.liveness\), so none is lost: this rank waits on work that is stuck or slower than the timeout: ending the job"
 
 # The liveness ring: rank 1 of 3 freezes (SIGSTOP: no thread runs) in the
 # middle of epoch 2's save.  Its successor, rank 2, hears nothing from it

@@ -15,7 +15,7 @@ declare -A of=(
     [analyze]=job [config]=job [ext]=job [job]=job [op]=job [plan]=job [placement]=job [print]=job
     [ckpt_file]=ckpt [ckpt_index]=ckpt
     [ckpt]=runtime [exec]=runtime [layout]=runtime [reader]=runtime [runner]=runtime
-    [runtime]=runtime [workspace]=runtime
+    [runtime]=runtime [workspace]=runtime [guard]=runtime
     [model]=train [nn]=train [scalapack]=train [train]=train [train_spec]=train [trainplan]=train
     [cli]=app [datagen]=app
 )

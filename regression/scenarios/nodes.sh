@@ -105,10 +105,14 @@ case_nodelocal() {
 # Preemption across nodes: USR1 (under mpirun) and the time limit (under
 # srun: a 2-minute limit and a 70 s margin, with the clock moved a minute
 # ahead in epoch 2 so that the limit comes there whatever the machine's
-# speed); each requeues itself and resumes.
+# speed); each requeues itself and resumes.  In the USR1 job rank 0 holds
+# epoch 1's saves for 6 s (CAIRN_FAULT slow: the end of epoch 1 and the
+# preemption's, which has epoch 1 done too), longer than this cluster's
+# KillWait (5 s): the log warns, once per run, that a TERM would kill such
+# a save.
 case_usr1() {
     local j
-    j=$(submit usr1 mpirun -N3)
+    j=$(CAIRN_FAULT=slow:write@6:0:1 submit usr1 mpirun -N3)
     wait_log usr1/cairn.log "checkpoint saved: epoch 1 step 0 "
     slurm_client scancel --signal=USR1 --batch "$j"
     expect_eq usr1/completed "$(job_wait "$j")" COMPLETED
@@ -116,6 +120,7 @@ case_usr1() {
     expect_grep usr1/requeued usr1/cairn.log "requeued slurm job $j: it resumes from this checkpoint"
     expect_grep usr1/resumed usr1/cairn.log "slurm: job $j, restart 1, nodes node\[1-3\]"
     same_bytes usr1/model-as-uninterrupted base/model.h5 usr1/model.h5
+    expect_count usr1/kill-wait-warned usr1/cairn.log "warning: a checkpoint took [0-9.]+ s, longer than Slurm's KillWait \(5 s\): a preemption by TERM would kill the job before its save is committed" 1
 }
 case_limit() {
     local j

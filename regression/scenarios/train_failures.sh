@@ -61,3 +61,11 @@ expect_count debug-grads/no-step-ran grads-dir/cairn.log "epoch 1 " 0
 mpi grads-ok 3 run t.cfg --run-dir grads-ok --set 'debug.grads="g.h5"' --set stop.max_epochs=1
 expect_rc debug-grads/ok-exit grads-ok 0
 expect_eq debug-grads/written "$(py 'import h5py; print(sorted(h5py.File("g.h5", "r")["grads"]))')" "['L0', 'L1']"
+
+# The watchdog in a model job: rank 1 (stage 1) never ends its train_step
+# in epoch 2 (CAIRN_FAULT busy).  Stage 0 and the shard wait in their own
+# model ops of the same step (train_step, ps_step): they are in the same
+# work, so the message blames none of them and says the step is stuck.
+CAIRN_FAULT=busy:train_step:1:2 mpi wd-train 3 run t.cfg --run-dir wd-train --set watchdog.timeout=3
+expect_rc watchdog/train-exit wd-train 3
+expect_grep watchdog/train-same-step wd-train/exit_status "^3 stalled: rank [02] \([^)]+\): watchdog: no progress for 3 s .* in epoch 2 step 1: task '[^']+' \(group (stage0|ps)\): op '(train_step|ps_step)' .*; the 2 other ranks it waits for are all in this work too, so none is late or lost: the work itself is stuck or slower than the timeout: ending the job$"

@@ -1,6 +1,7 @@
 /* Fault injection; see include/cairn/fault.h. */
 #include "cairn/fault.h"
 
+#include "cairn/clock.h"
 #include "cairn/error.h"
 #include "cairn/preempt.h"
 
@@ -16,7 +17,8 @@ int fault_parse(const char *spec, struct fault *f)
     static const char *const kinds[] = {[FAULT_OP] = "op", [FAULT_KILL] = "kill",
                                         [FAULT_SIGNAL] = "signal", [FAULT_CLOCK] = "clock",
                                         [FAULT_FILL] = "fill", [FAULT_PAUSE] = "pause",
-                                        [FAULT_SLOW] = "slow", [FAULT_FREEZE] = "freeze"};
+                                        [FAULT_SLOW] = "slow", [FAULT_FREEZE] = "freeze",
+                                        [FAULT_BUSY] = "busy"};
     *f = (struct fault){.epoch = -1};
     if (!spec || !*spec) return 0;
     char kind[16] = "", what[64] = "";
@@ -25,22 +27,30 @@ int fault_parse(const char *spec, struct fault *f)
     int n = sscanf(spec, "%15[^:]:%63[^:]:%d:%lld", kind, what, &rank, &epoch);
     for (int i = 0; i < (int)(sizeof kinds / sizeof kinds[0]); i++)
         if (strcmp(kind, kinds[i]) == 0) k = i;
-    char *end = what;
+    char *end = what, *at = strchr(what, '@');
+    double seconds = FAULT_SLOW_SECONDS;
     if (k == FAULT_CLOCK) strtod(what, &end);
-    if (n < 3 || rank < 0 || k < 0 || (k == FAULT_SIGNAL && !preempt_signal_number(what)) ||
-        (k == FAULT_CLOCK && (end == what || *end)))
+    if (k == FAULT_SLOW && at) {
+        *at++ = 0;
+        seconds = strtod(at, &end);
+        if (end == at || *end || !(seconds > 0 && seconds <= 3600)) end = what; /* refused below */
+    }
+    if (n < 3 || rank < 0 || k < 0 || !*what || (at && k != FAULT_SLOW) ||
+        (k == FAULT_SIGNAL && !preempt_signal_number(what)) ||
+        ((k == FAULT_CLOCK || (k == FAULT_SLOW && at)) && (end == what || *end)))
         return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
                              "CAIRN_FAULT='%s' is not op:NAME:RANK[:EPOCH], "
                              "kill:POINT:RANK[:EPOCH], signal:SIGNAL:RANK[:EPOCH], "
                              "clock:SECONDS:RANK[:EPOCH], fill:POINT:RANK[:EPOCH], "
-                             "pause:POINT:RANK[:EPOCH], slow:POINT:RANK[:EPOCH] or "
-                             "freeze:POINT:RANK[:EPOCH]",
+                             "pause:POINT:RANK[:EPOCH], slow:POINT[@SECONDS]:RANK[:EPOCH], "
+                             "freeze:POINT:RANK[:EPOCH] or busy:NAME:RANK[:EPOCH]",
                              spec);
     f->set = true;
     f->kind = (enum fault_kind)k;
     snprintf(f->what, sizeof f->what, "%s", what);
     f->rank = rank;
     f->epoch = n == 4 ? epoch : -1;
+    f->seconds = seconds;
     return 0;
 }
 
@@ -52,6 +62,11 @@ static bool matches(const struct fault *f, enum fault_kind kind, int rank, int64
 bool fault_op(const struct fault *f, int rank, const char *name, int64_t epoch)
 {
     return matches(f, FAULT_OP, rank, epoch) && strcmp(f->what, name) == 0;
+}
+
+bool fault_busy(const struct fault *f, int rank, const char *name, int64_t epoch)
+{
+    return matches(f, FAULT_BUSY, rank, epoch) && strcmp(f->what, name) == 0;
 }
 
 /* Write zeros to dir/fill.ballast until the file system says it is full. */
@@ -92,9 +107,9 @@ void fault_point(const struct fault *f, int rank, const char *point, int64_t epo
         raise(SIGSTOP); /* every thread: no heartbeat either */
     }
     if (matches(f, FAULT_SLOW, rank, epoch) && strcmp(f->what, point) == 0) {
-        fprintf(stderr, "cairn: rank %d: CAIRN_FAULT holds this rank at %s for %d s\n", rank, point,
-                FAULT_SLOW_SECONDS);
-        sleep(FAULT_SLOW_SECONDS);
+        fprintf(stderr, "cairn: rank %d: CAIRN_FAULT holds this rank at %s for %g s\n", rank, point,
+                f->seconds);
+        clock_sleep(f->seconds);
     }
 }
 

@@ -5,6 +5,7 @@
 #include "cairn/error.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -18,7 +19,10 @@ struct watchdog_lane {
     bool paused;
     double allow; /* watchdog_allow's, until the lane's next progress */
     double last;  /* clock_now() of the lane's last progress */
+    bool ended;   /* its work (doing) ended; the next has not begun */
+    int first, n; /* the world ranks its work waits for */
     char doing[512];
+    char key[512]; /* what a peer's lane must show to be in the same work */
 };
 
 struct watchdog {
@@ -32,6 +36,9 @@ struct watchdog {
     char hint[256]; /* what a stall probably means */
     watchdog_last_words_fn *last_words;
     void *arg;
+    watchdog_ask_fn *ask;
+    void *ask_arg;
+    bool asking; /* expire() is in ask: the asker's state must stay */
 };
 
 static double base_timeout(const struct watchdog *w)
@@ -40,18 +47,67 @@ static double base_timeout(const struct watchdog *w)
     return w->limit > w->floor ? w->limit : w->floor;
 }
 
-/* A lane made no progress for its bound: say where, then end the process
- * at once (exit 3); the launcher sees a failed rank and ends the job. */
+/* What a lane does, for a message: "in X", or "after X" once X ended. */
+static void describe(const struct watchdog_lane *l, char *out, size_t size)
+{
+    snprintf(out, size, "%s %s", l->ended ? "after" : "in", *l->doing ? l->doing : "start-up");
+}
+
+/* The roll call runs MPI on this thread: should it block all the same,
+ * the alarm ends the process with the message formed without it. */
+enum { ASK_BOUND_SECONDS = 15 };
+static char plain[4096];
+static size_t plain_len;
+static void out_of_time(int sig)
+{
+    (void)sig;
+    ssize_t ignored = write(STDERR_FILENO, plain, plain_len);
+    (void)ignored;
+    _exit(cairn_exit_code(CAIRN_ERUNTIME));
+}
+
+static int format(char *line, size_t size, const struct watchdog *w, double idle, double timeout,
+                  const char *allow, const char *doing, const char *why)
+{
+    int len = snprintf(line, size,
+                       "cairn: %s: watchdog: no progress for %.0f s (watchdog.timeout %.0f s%s) %s; "
+                       "%s: ending the job\n",
+                       w->who, idle, timeout, allow, doing, why);
+    if (len < 0) return 0;
+    if ((size_t)len >= size) len = (int)size - 1, line[len - 1] = '\n';
+    return len;
+}
+
+/* A lane made no progress for its bound: say where and, if the ranks it
+ * waits for can be asked, what they do; then end the process at once (exit
+ * 3): the launcher sees a failed rank and ends the job.  Called with w->mu
+ * held; the asking runs without it, so that this rank's own answers to
+ * peers (watchdog_where) are not held up. */
 static _Noreturn void expire(struct watchdog *w, const struct watchdog_lane *l, double idle)
 {
-    char line[1024], allow[64] = "";
+    char line[4096], allow[64] = "", doing[sizeof l->doing + 16], key[sizeof l->key], why[2048];
     if (l->allow >= 0.5) snprintf(allow, sizeof allow, ", plus %.0f s for the checkpoint's size", l->allow);
-    int n = snprintf(line, sizeof line,
-                     "cairn: %s: watchdog: no progress for %.0f s (watchdog.timeout %.0f s%s) in %s; "
-                     "%s: ending the job\n",
-                     w->who, idle, base_timeout(w), allow, *l->doing ? l->doing : "start-up", w->hint);
-    if (n > 0) {
-        ssize_t ignored = write(STDERR_FILENO, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+    describe(l, doing, sizeof doing);
+    snprintf(key, sizeof key, "%s", l->key);
+    snprintf(why, sizeof why, "%s", w->hint);
+    int first = l->first, n = l->n;
+    watchdog_ask_fn *ask = n > 0 && *key ? w->ask : NULL;
+    void *ask_arg = w->ask_arg;
+    double timeout = base_timeout(w);
+    w->asking = ask != NULL;
+    pthread_mutex_unlock(&w->mu);
+    if (ask) {
+        char told[sizeof why];
+        plain_len = (size_t)format(plain, sizeof plain, w, idle, timeout, allow, doing, why);
+        struct sigaction sa = {.sa_handler = out_of_time};
+        sigaction(SIGALRM, &sa, NULL);
+        alarm(ASK_BOUND_SECONDS);
+        if (ask(ask_arg, key, first, n, told, sizeof told)) snprintf(why, sizeof why, "%s", told);
+        alarm(0);
+    }
+    int len = format(line, sizeof line, w, idle, timeout, allow, doing, why);
+    if (len > 0) {
+        ssize_t ignored = write(STDERR_FILENO, line, (size_t)len);
         (void)ignored;
         line[strcspn(line, "\n")] = 0;
         if (w->last_words) w->last_words(w->arg, line + strlen("cairn: "));
@@ -169,6 +225,9 @@ void watchdog_progress(struct watchdog_lane *l)
     l->last = clock_now();
     l->allow = 0;
     l->paused = false;
+    l->ended = true;
+    l->n = 0;
+    l->key[0] = 0;
     pthread_mutex_unlock(&l->w->mu);
 }
 
@@ -177,6 +236,16 @@ void watchdog_pause(struct watchdog_lane *l)
     if (!l) return;
     pthread_mutex_lock(&l->w->mu);
     l->paused = true;
+    pthread_mutex_unlock(&l->w->mu);
+}
+
+void watchdog_peers(struct watchdog_lane *l, int first, int n, const char *key)
+{
+    if (!l) return;
+    pthread_mutex_lock(&l->w->mu);
+    l->first = first;
+    l->n = n;
+    snprintf(l->key, sizeof l->key, "%s", key ? key : l->doing);
     pthread_mutex_unlock(&l->w->mu);
 }
 
@@ -195,6 +264,9 @@ void watchdog_doing(struct watchdog_lane *l, const char *fmt, ...)
     va_start(ap, fmt);
     pthread_mutex_lock(&l->w->mu);
     vsnprintf(l->doing, sizeof l->doing, fmt, ap);
+    l->ended = false;
+    l->n = 0;
+    l->key[0] = 0;
     pthread_mutex_unlock(&l->w->mu);
     va_end(ap);
 }
@@ -213,4 +285,40 @@ void watchdog_limit(struct watchdog *w, double seconds)
     pthread_mutex_lock(&w->mu);
     w->limit = seconds;
     pthread_mutex_unlock(&w->mu);
+}
+
+void watchdog_asker(struct watchdog *w, watchdog_ask_fn *ask, void *arg)
+{
+    if (!w) return;
+    pthread_mutex_lock(&w->mu);
+    while (w->asking) pthread_cond_wait(&w->cv, &w->mu); /* the process ends soon */
+    w->ask = ask;
+    w->ask_arg = arg;
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* One lane's line for a peer: its key, a tab, then what it does; a text
+ * holds no tab or newline. */
+static size_t where_line(const struct watchdog_lane *l, char *out, size_t size)
+{
+    char doing[sizeof l->doing + 16];
+    describe(l, doing, sizeof doing);
+    int k = snprintf(out, size, "%s\t%s\n", l->key, doing);
+    size_t n = k < 0 ? 0 : (size_t)k < size ? (size_t)k : size - 1;
+    for (size_t i = 0; i + 1 < n; i++)
+        if (out[i] == '\n' || (out[i] == '\t' && i != strlen(l->key))) out[i] = ' ';
+    return n;
+}
+
+void watchdog_where(struct watchdog *w, char *out, size_t size)
+{
+    size_t used = 0;
+    if (!w || size < 2) return;
+    *out = 0;
+    pthread_mutex_lock(&w->mu);
+    if (!w->main.paused) used += where_line(&w->main, out, size); /* the main lane first */
+    for (const struct watchdog_lane *l = w->lanes; l; l = l->next)
+        if (l != &w->main && !l->paused && used + 1 < size) used += where_line(l, out + used, size - used);
+    pthread_mutex_unlock(&w->mu);
+    if (used == 0) snprintf(out, size, "\tbetween steps\n");
 }

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +92,21 @@ static void watch_io(const struct ckpt_mgr *c, double bytes)
     watchdog_allow(watchdog_main(c->rt->watchdog), allow);
 }
 
+/* What every rank does now, for the watchdog: one piece of the save or the
+ * load, which all ranks reach. */
+static void doing_all(const struct ckpt_mgr *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void doing_all(const struct ckpt_mgr *c, const char *fmt, ...)
+{
+    char what[4400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    struct watchdog_lane *lane = watchdog_main(c->rt->watchdog);
+    watchdog_doing(lane, "%s", what);
+    watchdog_peers(lane, 0, c->rt->layout->size, NULL);
+}
+
 static int file_write(struct ckpt_mgr *c, const char *path, const struct ckpt_meta *m,
                       struct ckpt_io *io)
 {
@@ -104,8 +120,8 @@ static int file_write(struct ckpt_mgr *c, const char *path, const struct ckpt_me
     if (rc) return rc;
     c->bytes = all;
     watch_io(c, all);
-    watchdog_doing(watchdog_main(c->rt->watchdog), "saving the checkpoint of epoch %lld step %lld (collective "
-                   "HDF5 I/O over all ranks)", (long long)m->epoch, (long long)m->step);
+    doing_all(c, "saving the checkpoint of epoch %lld step %lld (collective HDF5 I/O over all ranks)",
+              (long long)m->epoch, (long long)m->step);
     rc = coll_agree(world(c), make_view(c, &v, &t));
     if (rc == 0) rc = ckpt_file_write(&v, path, m, io);
     watchdog_progress(watchdog_main(c->rt->watchdog));
@@ -122,7 +138,7 @@ static int file_read(const struct ckpt_mgr *c, const char *path, struct ckpt_met
     struct tensor **t = NULL;
     const struct layout *l = c->rt->layout;
     watch_io(c, (double)fsx_file_stored(path)); /* not a size the file only claims */
-    watchdog_doing(watchdog_main(c->rt->watchdog), "loading checkpoint %s (collective HDF5 I/O over all ranks)", path);
+    doing_all(c, "loading checkpoint %s (collective HDF5 I/O over all ranks)", path);
     int rc = coll_agree(world(c), make_view(c, &v, &t));
     if (rc == 0) rc = ckpt_file_read(&v, path, m, io);
     watchdog_progress(watchdog_main(c->rt->watchdog));
@@ -713,6 +729,8 @@ int ckpt_save(struct ckpt_mgr *c, const struct ckpt_meta *m)
     struct ckpt_io io = {0};
     double t0 = clock_now();
     ckpt_file_name(m->epoch, m->step, name, sizeof name);
+    doing_all(c, "saving the checkpoint of epoch %lld step %lld (collective HDF5 I/O over all ranks)",
+              (long long)m->epoch, (long long)m->step);
     int rc = fsx_join(tmp, sizeof tmp - 4, c->dir, name);
     strcat(tmp, ".tmp");
     if (rc == 0 && is_root(c)) rc = probe(c, tmp);
@@ -720,6 +738,8 @@ int ckpt_save(struct ckpt_mgr *c, const struct ckpt_meta *m)
     if (rc == 0) rc = file_write(c, tmp, m, &io);
     if (rc == 0) {
         watch_io(c, c->bytes); /* the commit syncs the file again on rank 0 */
+        doing_all(c, "committing the checkpoint of epoch %lld step %lld (rank 0 syncs and renames it)",
+                  (long long)m->epoch, (long long)m->step);
         rc = coll_agree(world(c), is_root(c) ? commit(c, name, m) : 0);
         watchdog_progress(watchdog_main(c->rt->watchdog));
     }

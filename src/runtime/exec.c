@@ -7,6 +7,7 @@
  * locks on its outputs, in blob-id order (no lock-order deadlocks). */
 #include "cairn/exec.h"
 
+#include "cairn/clock.h"
 #include "cairn/error.h"
 #include "cairn/fsx.h"
 #include "cairn/layout.h"
@@ -29,7 +30,7 @@
 /* analyze refuses ops with more than OP_MAX_ARITY inputs or outputs */
 enum { MAX_LOCKS = 2 * OP_MAX_ARITY };
 
-static void where(const struct runtime *rt, char *buf, size_t size)
+void runtime_where(const struct runtime *rt, char *buf, size_t size)
 {
     if (rt->phase == PHASE_EPOCH || rt->phase == PHASE_EPOCH_END)
         snprintf(buf, size, "epoch %lld step %lld", (long long)rt->epoch, (long long)rt->step);
@@ -79,7 +80,7 @@ _Noreturn void runtime_fatal(const struct runtime *rt, int rc, const char *fmt, 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    where(rt, at, sizeof at);
+    runtime_where(rt, at, sizeof at);
     const struct layout *l = rt->layout;
     int n = snprintf(line, sizeof line, "cairn: rank %d (%s): %s: %s\n", l->rank, l->host, at, msg);
     if (n > 0) {
@@ -144,10 +145,33 @@ _Noreturn static void op_failed(struct exec_ctx *x, const struct op_node *op, in
 static void doing(const struct exec_ctx *x, const struct op_node *op)
 {
     char at[64];
-    where(x->rt, at, sizeof at);
+    runtime_where(x->rt, at, sizeof at);
     watchdog_doing(x->lane, "%s: task '%s' (group %s): op '%s' (%s:%d)%s", at,
                    x->task->name, x->task->group, op->def->name, op->file, op->line,
                    op->def->flags & OPF_COLLECTIVE ? ", which waits for the group's other ranks" : "");
+    if (!(op->def->flags & OPF_COLLECTIVE)) return;
+    /* an extension's groups run different ops in one step and talk to each
+     * other: its ranks meet in the step, whatever op each is in */
+    const struct group *g = &x->rt->plan->groups[x->task->group_id];
+    char key[160];
+    snprintf(key, sizeof key, "%s: extension '%s'", at, op->ext > 0 ? x->rt->plan->exts[op->ext - 1].def->name : "");
+    if (op->ext > 0)
+        watchdog_peers(x->lane, 0, x->rt->layout->size, key);
+    else
+        watchdog_peers(x->lane, g->first, g->nranks, NULL);
+}
+
+/* CAIRN_FAULT busy: this op never ends, and the rank looks alive */
+_Noreturn static void busy(struct exec_ctx *x, const struct op_node *op)
+{
+    fprintf(stderr, "cairn: rank %d: CAIRN_FAULT keeps this rank busy in op '%s'\n", x->rt->layout->rank,
+            op->def->name);
+    fflush(stderr);
+    for (;;) {
+        watchdog_progress(x->lane);
+        doing(x, op); /* still in it */
+        clock_sleep(0.5);
+    }
 }
 
 static void run_op(struct exec_ctx *x, const struct op_node *op)
@@ -164,6 +188,8 @@ static void run_op(struct exec_ctx *x, const struct op_node *op)
         out[i] = &ws->v[op->out_id[i]];
         lock_add(&locks, op->out_id[i], true);
     }
+    doing(x, op); /* waiting for the locks is part of the op */
+    if (fault_busy(&x->rt->fault, x->rt->layout->rank, op->def->name, x->rt->epoch)) busy(x, op);
     lock_all(ws, &locks);
     int rc = 0;
     for (int i = 0; i < op->n_in && rc == 0; i++)
@@ -172,7 +198,6 @@ static void run_op(struct exec_ctx *x, const struct op_node *op)
                                op->in[i]);
     struct op_call call = {.ctx = x, .op = op, .in = in, .out = out};
     if (op->ext > 0) call.state = x->rt->ext_state[op->ext - 1];
-    doing(x, op);
     if (rc == 0 && fault_op(&x->rt->fault, x->rt->layout->rank, op->def->name, x->rt->epoch))
         rc = cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__, "injected fault (CAIRN_FAULT)");
     if (rc == 0) {

@@ -9,8 +9,8 @@
 #include "cairn/exec.h"
 #include "cairn/ext.h"
 #include "cairn/fsx.h"
+#include "cairn/guard.h"
 #include "cairn/layout.h"
-#include "cairn/liveness.h"
 #include "cairn/placement.h"
 #include "cairn/plan.h"
 #include "cairn/preempt.h"
@@ -212,6 +212,7 @@ static int run_phase(struct runtime *rt, enum phase_id ph)
     double t0 = clock_now();
     watchdog_progress(watchdog_main(rt->watchdog));
     run_tasks(rt, ph);
+    guard_all(rt, "waiting for every group to finish the phase");
     CAIRN_CHECK(coll_barrier(rt->layout->world));
     double dt = clock_now() - t0;
     if (is_root(rt)) {
@@ -234,6 +235,7 @@ static int stop_flags(struct runtime *rt, int *flags)
         if (p->stops[i].group == rt->layout->gid)
             flags[i] = tensor_any(&rt->ws->v[p->stops[i].blob].t);
     }
+    if (p->n_stops) guard_all(rt, "agreeing on the stop conditions");
     if (p->n_stops)
         CAIRN_CHECK(coll_allreduce(MPI_IN_PLACE, flags, p->n_stops, MPI_INT, MPI_MAX,
                                    rt->layout->world));
@@ -292,6 +294,7 @@ cleanup:
 static int quiesce_exts(struct runtime *rt)
 {
     int rc = 0;
+    guard_all(rt, "quiescing the extensions");
     for (int i = 0; i < rt->plan->n_exts; i++)
         if (rt->plan->exts[i].def->quiesce) CAIRN_CHECK(rt->plan->exts[i].def->quiesce(rt->ext_state[i]));
 cleanup:
@@ -329,6 +332,7 @@ static int must_stop(struct runtime *rt, int *why)
     if (!ckpt_enabled(rt->ckpt)) return 0; /* nothing to save; see setup() */
     double t = (double)time(NULL) + fault_clock(&rt->fault, rt->layout->rank, rt->epoch, rt->step);
     if (rt->end_time > 0 && rt->end_time - t < time_margin(rt)) v[1] = 1;
+    guard_all(rt, "agreeing whether to stop here (a signal, the time limit)");
     CAIRN_CHECK(coll_allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MAX, rt->layout->world));
     *why = v[0] ? v[0] : v[1] ? -1 : 0;
 cleanup:
@@ -504,6 +508,7 @@ cleanup:
 static int log_late_signal(struct runtime *rt)
 {
     int rc = 0, sig = preempt_signal();
+    guard_all(rt, "agreeing whether a signal came late");
     CAIRN_CHECK(coll_allreduce(MPI_IN_PLACE, &sig, 1, MPI_INT, MPI_MAX, rt->layout->world));
     if (sig && is_root(rt))
         runlog_line(rt->log, "signal %s came after the last step: the job finished instead of "
@@ -536,51 +541,6 @@ cleanup:
     return rc;
 }
 
-static void watchdog_words(void *rt, const char *line)
-{
-    runtime_last_words(rt, cairn_exit_code(CAIRN_ERUNTIME), "stalled", line);
-}
-
-static void liveness_words(void *rt, const char *line)
-{
-    runtime_last_words(rt, cairn_exit_code(CAIRN_ERUNTIME), "lost", line);
-}
-
-/* Collective: the heartbeat ring (liveness.h). */
-static int start_liveness(struct runtime *rt)
-{
-    const struct layout *l = rt->layout;
-    char who[96];
-    const char **hosts = malloc((size_t)l->size * sizeof *hosts);
-    int rc = hosts ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
-    for (int r = 0; hosts && r < l->size; r++) hosts[r] = l->hosts[r];
-    snprintf(who, sizeof who, "rank %d (%s)", l->rank, l->host);
-    rc = coll_agree(l->world, rc);
-    if (rc == 0)
-        rc = coll_agree(l->world, liveness_start(l->world, rt->plan->job->watchdog.liveness, who, hosts,
-                                                 liveness_words, rt, &rt->liveness));
-    free(hosts);
-    if (rc) liveness_drop(&rt->liveness); /* it may have started here and not elsewhere */
-    /* with the ring faster than the watchdog, a rank or node lost is
-     * caught by the ring: a stall is something else */
-    const struct watchdog_spec *ws = &rt->plan->job->watchdog;
-    if (rc == 0 && rt->liveness && ws->liveness < (ws->timeout > 0 ? ws->timeout : WATCHDOG_FLOOR))
-        watchdog_hint(rt->watchdog, "every rank still sends its heartbeat (watchdog.liveness), so "
-                                    "none is lost: this rank waits on work that is stuck or slower "
-                                    "than the timeout");
-    return rc;
-}
-
-/* Collective: every rank's watchdog, before anything can wait on a peer. */
-static int start_watchdog(struct runtime *rt)
-{
-    char who[96];
-    snprintf(who, sizeof who, "rank %d (%s)", rt->layout->rank, rt->layout->host);
-    int rc = watchdog_start(rt->plan->job->watchdog.timeout, WATCHDOG_FLOOR, who, watchdog_words, rt,
-                            &rt->watchdog);
-    return coll_agree(rt->layout->world, rc);
-}
-
 static int setup(MPI_Comm world, const struct plan *p, const struct run_opts *o,
                  struct runtime *rt)
 {
@@ -590,8 +550,7 @@ static int setup(MPI_Comm world, const struct plan *p, const struct run_opts *o,
     rt->phase = PHASE_INIT;
     CAIRN_CHECK(coll_agree(world, fault_parse(getenv("CAIRN_FAULT"), &rt->fault)));
     CAIRN_CHECK(layout_create(world, p, &rt->layout));
-    CAIRN_CHECK(start_watchdog(rt));
-    CAIRN_CHECK(start_liveness(rt));
+    CAIRN_CHECK(guard_start(rt));
     CAIRN_CHECK(make_run_dir(world, o->run_dir));
     rc = runlog_open(o->run_dir, rt->layout->rank, &rt->log);
     CAIRN_CHECK(coll_agree(world, rc));
@@ -610,15 +569,12 @@ cleanup:
 
 static void teardown(struct runtime *rt)
 {
-    /* first: every rank beats until all are here; no lane's progress is
-     * due meanwhile (rank 0 may still be asking Slurm for a requeue) */
-    watchdog_pause(watchdog_main(rt->watchdog));
-    liveness_stop(&rt->liveness);
+    guard_quiesce(rt); /* first: every rank beats until all are here */
     for (int i = 0; rt->ext_state && i < rt->plan->n_exts; i++)
         if (rt->ext_state[i]) rt->plan->exts[i].def->destroy(&rt->ext_state[i]);
     free(rt->ext_state);
     ckpt_close(&rt->ckpt);
-    watchdog_stop(&rt->watchdog); /* before the log it writes to goes */
+    guard_end(rt); /* before the log it writes to goes */
     reader_cache_destroy(&rt->readers);
     workspace_destroy(&rt->ws);
     runlog_close(&rt->log);
