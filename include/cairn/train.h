@@ -31,10 +31,11 @@ int trainer_create(struct runtime *rt, const struct train_plan *tp, const MPI_Co
 void trainer_destroy(struct trainer **t);
 /* Steps in one pass over the training data, the same on every rank. */
 int64_t trainer_steps_per_epoch(const struct trainer *t);
-/* Collective on the world, after an epoch: the samples trained on and the
- * longest time any stage spent in its pipeline schedules during the
- * epoch (the counters then restart). */
-int trainer_epoch_stats(struct trainer *t, int64_t *samples, double *pipe_seconds);
+/* Collective on the world, after an epoch: the samples trained on, the
+ * longest time any stage spent in its pipeline schedules during the epoch
+ * (the counters then restart), and the most bytes a PS shard holds for
+ * the model (parameters, optimizer state, gradients). */
+int trainer_epoch_stats(struct trainer *t, int64_t *samples, double *pipe_seconds, double *shard_bytes);
 /* Collective on the world: complete the parameters' last publication
  * (trainers receive it, shards finish sending), so no message is left in
  * flight when the epochs end or the job stops. */

@@ -46,8 +46,8 @@ STEPS, EPOCHS, BATCH = 24, 3, 512
 ONE = ["pipeline.stages=1", "pipeline.balance=[4]", "pipeline.chunks=1"]
 LAYOUTS = [
     ("1 trainer + 1 shard", 2, ONE + ["ps.shards=1"]),
-    ("2 replicas + 1 shard", 3, ONE + ["replicas=2", "ps.shards=1"]),
-    ("2 replicas + 2 shards", 4, ONE + ["replicas=2", "ps.shards=2"]),
+    ("2 replicas + 1 shard", 3, ONE + ["replicas=2", "pipeline.chunks=2", "ps.shards=1"]),
+    ("2 replicas + 2 shards", 4, ONE + ["replicas=2", "pipeline.chunks=2", "ps.shards=2"]),
     ("2 stages + 2 shards (demo)", 4, []),
     ("1 trainer on 2 ranks + 1 shard", 3, ONE + ["pipeline.ranks_per_stage=2", "ps.shards=1"]),
 ]
@@ -240,7 +240,7 @@ def scaling(n, best):
     print(f"   {'replicas + 1 shard':20}{'ideal speed-up':>15}{'step s':>10}{'speed-up':>10}")
     t1 = None
     for r in (1, 2, 4):
-        t = step_time(cairn(r + 1, ONE + [f"replicas={r}", "ps.shards=1"], n), STEPS)
+        t = step_time(cairn(r + 1, ONE + [f"replicas={r}", f"pipeline.chunks={r}", "ps.shards=1"], n), STEPS)
         t1 = t1 or t
         print(f"   {r:<20}{min(r, n):15.2f}{t:10.4f}{t1 / t:10.2f}")
 

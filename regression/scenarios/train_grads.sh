@@ -1,8 +1,10 @@
 # Gradient transparency: the gradients of one mini-batch computed by the
 # pipeline (S = 1, 2, 3 stages; 1 or 4 micro-batches; every activation
-# checkpointing mode; both schedules; 2 PS shards summing them) equal, bit
-# for bit, the single-process reference `cairn grads` computes with the same
-# micro-batch split and no pipeline, PS or MPI.
+# checkpointing mode; both schedules; 1, 2 or 4 replicas adding theirs over
+# the gradient tree; 2 PS shards receiving the sum) equal, bit for bit, the
+# single-process reference `cairn grads` computes with the same micro-batch
+# split and no pipeline, PS or MPI; also when some micro-batches are empty
+# (a mini-batch of 3 rows in 4 micro-batches, on 4 replicas).
 . "$(dirname "$0")/../lib.sh"
 enter
 T_TIMEOUT=60
@@ -52,4 +54,19 @@ for variant in "model.dtype=f64" "model.loss=mse"; do
     rm -f dist.h5
     mpi "dist-$tag" 4 run g.cfg --run-dir "r-$tag" --set "$variant" --set pipeline.stages=2 --set pipeline.chunks=4
     same "ref-$tag.h5" dist.h5 && pass "$tag/bitwise" || fail "$tag/bitwise" "gradients differ" "dist-$tag.err"
+done
+
+# replicas: each runs its micro-batches, and their sums meet over the tree
+for R in 2 4; do
+    rm -f dist.h5
+    mpi "R$R" $((2 * R + 2)) run g.cfg --run-dir "r-R$R" --set pipeline.stages=2 --set pipeline.chunks=4 \
+        --set replicas=$R
+    same ref4.h5 dist.h5 && pass "replicas$R/bitwise" || fail "replicas$R/bitwise" "gradients differ" "R$R.err"
+done
+run ref-tiny "$CAIRN" grads g.cfg -o ref-tiny.h5 --set pipeline.chunks=4 --set data.batch=3
+for R in 1 4; do
+    rm -f dist.h5
+    mpi "tiny-R$R" $((R + 2)) run g.cfg --run-dir "r-tiny-R$R" --set pipeline.chunks=4 --set data.batch=3 \
+        --set replicas=$R
+    same ref-tiny.h5 dist.h5 && pass "empty-micro-batches/R$R" || fail "empty-micro-batches/R$R" "gradients differ" "tiny-R$R.err"
 done

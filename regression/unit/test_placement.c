@@ -75,17 +75,19 @@ static int group_size(const struct plan *p, const char *name)
     return p->groups[g].nranks;
 }
 
-/* [MIN, MAX]: replicas take what is left first (one rank per stage each),
- * then shards; the rest stays spare; without a rank count, the minimums */
+/* [MIN, MAX]: replicas take what is left first (one rank per stage each;
+ * a count that keeps the gradient tree: 1, 2 or 4 here, pipeline.chunks
+ * defaulting to 4), then shards; the rest stays spare; without a rank
+ * count, the minimums */
 static void ranges_fit_the_ranks(void **state)
 {
     struct fixture *f = *state;
     static const struct {
         int ranks, replicas, shards, used;
-    } cases[] = {{0, 1, 2, 4}, {4, 1, 2, 4}, {5, 1, 3, 5}, {6, 2, 2, 6}, {7, 2, 3, 7},
-                 {8, 3, 2, 8}, {9, 3, 3, 9}, {10, 3, 4, 10}, {12, 3, 4, 10}};
+    } cases[] = {{0, 1, 2, 4},  {4, 1, 2, 4},  {5, 1, 3, 5},  {6, 2, 2, 6},   {7, 2, 3, 7},
+                 {8, 2, 4, 8},  {9, 2, 4, 8},  {10, 4, 2, 10}, {12, 4, 4, 12}, {14, 4, 4, 12}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        plan_for(f, "replicas=[1, 3]", "ps.shards=[2, 4]", cases[i].ranks);
+        plan_for(f, "replicas=[1, 4]", "ps.shards=[2, 4]", cases[i].ranks);
         assert_int_equal(group_size(f->plan, "stage0"), cases[i].replicas);
         assert_int_equal(group_size(f->plan, "ps"), cases[i].shards);
         assert_int_equal(f->plan->used_ranks, cases[i].used);

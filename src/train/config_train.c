@@ -241,6 +241,48 @@ static void parse_ps(struct cfg *c, const config_setting_t *root, struct train_s
     t->eps = cfg_num(c, p, "eps", 1e-8, 1e-300, 1, NULL);
 }
 
+/* The micro-batches' gradients are added over one tree whose top the
+ * replicas share (pipeline.c, ps.c): so that the model is the same bits
+ * for any number of replicas, a replica count is a power of two that
+ * divides pipeline.chunks.  chunks defaults to the largest such count up
+ * to the most replicas the job allows; a range keeps the counts that
+ * qualify. */
+static bool replicas_fit(int64_t r, int64_t chunks) { return (r & (r - 1)) == 0 && chunks % r == 0; }
+
+static void check_replicas(struct cfg *c, const config_setting_t *root, struct train_spec *t)
+{
+    const config_setting_t *p = config_setting_get_member(root, "pipeline");
+    const config_setting_t *r = config_setting_get_member(root, "replicas");
+    bool given = p && config_setting_is_group(p) && config_setting_get_member(p, "chunks");
+    if (!given) {
+        t->chunks = 1;
+        while (t->chunks * 2 <= t->replicas_max) t->chunks *= 2;
+    }
+    int64_t lo = t->replicas, hi = t->replicas_max;
+    while (lo <= hi && !replicas_fit(lo, t->chunks)) lo++;
+    while (hi >= lo && !replicas_fit(hi, t->chunks)) hi--;
+    if (lo <= hi) {
+        t->replicas = lo;
+        t->replicas_max = hi;
+        return;
+    }
+    char ok[128] = "";
+    for (int64_t n = 1; n <= t->chunks && strlen(ok) < 100; n *= 2)
+        if (t->chunks % n == 0) snprintf(ok + strlen(ok), sizeof ok - strlen(ok), "%s%lld", *ok ? ", " : "", (long long)n);
+    char what[96];
+    if (t->replicas == t->replicas_max)
+        snprintf(what, sizeof what, "replicas = %lld is not a", (long long)t->replicas);
+    else
+        snprintf(what, sizeof what, "replicas = [%lld, %lld] holds no", (long long)t->replicas,
+                 (long long)t->replicas_max);
+    cfg_err(c, r ? r : root,
+            "%s power of two that divides pipeline.chunks = %lld%s: the micro-batches' gradients are "
+            "added over one fixed tree, so that the model is the same bits for any number of "
+            "replicas; use %s%s",
+            what, (long long)t->chunks, given ? "" : " (its default: the largest power of two up to replicas)",
+            ok, given ? "" : ", or set pipeline.chunks");
+}
+
 /* stop.accuracy / stop.loss need a model and a held-out split. */
 static void parse_stop_metrics(struct cfg *c, const config_setting_t *root, struct train_spec *t)
 {
@@ -308,6 +350,7 @@ void train_configure(struct cfg *c, const config_setting_t *root, void **spec)
     parse_pipeline(c, root, t);
     parse_ps(c, root, t);
     cfg_int_range(c, root, "replicas", 1, 1, 1 << 16, &t->replicas, &t->replicas_max);
+    check_replicas(c, root, t);
     locate_sizes(c, root, t);
     if (t->layers && t->batch > 0 && t->chunks > 0 && config_setting_get_member(root, "data"))
         check_messages(c, root, t);

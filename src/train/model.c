@@ -83,9 +83,10 @@ cleanup:
     return rc;
 }
 
-/* Forward, loss and backward of rows [lo, hi) of x/y, accumulating gradients. */
+/* Forward, loss and backward of rows [lo, hi) of x/y; the gradients go to
+ * dW and db (by layer, overwritten). */
 static int ref_micro(struct ref *r, const struct tensor *x, const struct tensor *y, int64_t lo,
-                     int64_t hi, int64_t batch, int64_t k_targets, bool first)
+                     int64_t hi, int64_t batch, int64_t k_targets, struct tensor *dW, struct tensor *db)
 {
     int rc = 0;
     const struct train_spec *t = r->t;
@@ -113,7 +114,38 @@ static int ref_micro(struct ref *r, const struct tensor *x, const struct tensor 
         }
         nn_backward(t->dtype, n, model_param_rows(t, 2 * l), t->layers[l].units, r->a[l].data,
                     r->W[l].data, r->a[l + 1].data, t->layers[l].act, r->g[(l + 1) % 2].data,
-                    r->dW[l].data, r->db[l].data, dx ? dx->data : NULL, !first);
+                    dW[l].data, db[l].data, dx ? dx->data : NULL, false);
+    }
+cleanup:
+    return rc;
+}
+
+/* The gradients of micro-batches [lo, hi) of a batch of rows, summed over
+ * the bisection tree the pipeline uses (pipeline.c): into dW and db; tmp
+ * holds a set of L per tree level below. */
+static int ref_tree(struct ref *r, const struct tensor *x, const struct tensor *y, int64_t lo, int64_t hi,
+                    int64_t rows, int64_t batch, int64_t k_targets, struct tensor *dW, struct tensor *db,
+                    struct tensor *tmp)
+{
+    int rc = 0, L = r->L;
+    if (hi - lo == 1) {
+        int64_t a, z;
+        part_range(rows, r->t->chunks, lo, &a, &z);
+        if (z > a) return ref_micro(r, x, y, a, z, batch, k_targets, dW, db);
+        for (int l = 0; l < L; l++) tensor_fill(&dW[l], 0), tensor_fill(&db[l], 0);
+        return 0;
+    }
+    int64_t mid = lo + (hi - lo + 1) / 2;
+    struct tensor *tW = tmp, *tb = tmp + L;
+    for (int l = 0; l < L; l++) {
+        CAIRN_CHECK(tensor_resize(&tW[l], dW[l].dtype, &dW[l].shape));
+        CAIRN_CHECK(tensor_resize(&tb[l], db[l].dtype, &db[l].shape));
+    }
+    CAIRN_CHECK(ref_tree(r, x, y, lo, mid, rows, batch, k_targets, dW, db, tmp + 2 * L));
+    CAIRN_CHECK(ref_tree(r, x, y, mid, hi, rows, batch, k_targets, tW, tb, tmp + 2 * L));
+    for (int l = 0; l < L; l++) {
+        CAIRN_CHECK(tensor_add(&dW[l], &dW[l], &tW[l]));
+        CAIRN_CHECK(tensor_add(&db[l], &db[l], &tb[l]));
     }
 cleanup:
     return rc;
@@ -162,6 +194,8 @@ int model_reference_grads(const struct train_spec *t, uint64_t seed, const char 
     struct shape fs, ls;
     enum dtype ft, lt;
     int64_t *idx = NULL;
+    struct tensor *tmp = NULL;
+    int depth = 1; /* sets of partial sums the tree needs */
     r.W = calloc((size_t)L, sizeof *r.W);
     r.b = calloc((size_t)L, sizeof *r.b);
     r.dW = calloc((size_t)L, sizeof *r.dW);
@@ -182,13 +216,14 @@ int model_reference_grads(const struct train_spec *t, uint64_t seed, const char 
         for (int64_t i = 0; i < n_train; i++) idx[i] = i;
     CAIRN_CHECK(reader_gather(rd, t->data_file, t->features, idx, batch, t->dtype, &x));
     CAIRN_CHECK(reader_gather(rd, t->data_file, t->labels, idx, batch, k_targets ? t->dtype : DT_I32, &y));
-    for (int64_t i = 0, done = 0; i < t->chunks; i++) {
-        int64_t lo, hi;
-        part_range(batch, t->chunks, i, &lo, &hi);
-        if (hi > lo) CAIRN_CHECK(ref_micro(&r, &x, &y, lo, hi, batch, k_targets, done++ == 0));
-    }
+    for (int64_t n = 1; n < t->chunks; n *= 2) depth++;
+    tmp = calloc((size_t)(2 * L * depth) + 1, sizeof *tmp);
+    CAIRN_CHECK_ALLOC(tmp);
+    CAIRN_CHECK(ref_tree(&r, &x, &y, 0, t->chunks, batch, batch, k_targets, r.dW, r.db, tmp));
     CAIRN_CHECK(ref_write(&r, out));
 cleanup:
+    for (int i = 0; tmp && i < 2 * L * depth; i++) tensor_free(&tmp[i]);
+    free(tmp);
     ref_free(&r);
     reader_cache_destroy(&rd);
     tensor_free(&x);

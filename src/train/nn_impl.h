@@ -57,7 +57,7 @@ static void F(backward_params)(int64_t n, int64_t in, int64_t out, const REAL *x
                                enum act a, REAL *dy, REAL *dW, REAL *db, bool accumulate)
 {
     F(dact)(a, y, dy, n * out);
-    if (!accumulate) {
+    if (!accumulate && out > 0) { /* none: dW and db may be NULL */
         memset(db, 0, (size_t)out * sizeof(REAL));
         if (n == 0) memset(dW, 0, (size_t)(in * out) * sizeof(REAL));
     }
@@ -77,7 +77,7 @@ static void F(dact_bias)(int64_t n, int64_t out, const REAL *y, enum act a, REAL
                          bool accumulate)
 {
     F(dact)(a, y, dy, n * out);
-    if (!accumulate) memset(db, 0, (size_t)out * sizeof(REAL));
+    if (!accumulate && out > 0) memset(db, 0, (size_t)out * sizeof(REAL)); /* none: db may be NULL */
     for (int64_t i = 0; i < n; i++)
         for (int64_t j = 0; j < out; j++) db[j] += dy[i * out + j];
 }

@@ -1,7 +1,10 @@
 /* One pipeline stage's part of a training step or an evaluation batch.
  *
- * The replica's share of the mini-batch is split into `chunks`
- * micro-batches (balanced; empty ones are skipped by every stage alike).
+ * A mini-batch is split into M = `chunks` micro-batches (balanced; empty
+ * ones are skipped by every stage alike), whatever the number of replicas
+ * R: replica r runs micro-batches r M/R .. (r+1) M/R - 1 (R, a power of
+ * two, divides M).  Their gradients are added over one fixed tree (see
+ * "the gradient tree" below), so a step's gradient does not depend on R.
  * Schedules: gpipe runs every forward, then every backward; 1f1b runs
  * S-s-1 forwards, then alternates one forward and one backward, then the
  * remaining backwards.  Both run backwards in micro-batch order, so the
@@ -45,9 +48,18 @@ struct mb {
     struct tensor lin, lout, lgin, lgout;
 };
 
+/* The gradient tree: one layer's partial sums, a stack of nodes. */
+enum { GSUM_MAX = 64 }; /* > log2 of any M, + 1 */
+struct gsum {
+    int n;
+    int64_t lo[GSUM_MAX], hi[GSUM_MAX]; /* node k covers micro-batches lo .. hi-1 */
+    struct tensor w[GSUM_MAX], b[GSUM_MAX]; /* node 0 is dW, db themselves */
+};
+
 struct pipe_bufs {
-    int m;
+    int m;          /* this replica's micro-batches (M / R) */
     struct mb *mb;
+    struct gsum *gs; /* by layer of the stage */
     struct tensor *scratch; /* recomputed inner activations */
     struct tensor g[2];     /* gradients between layers */
     MPI_Request *rin, *rg, *sout, *sg;
@@ -58,12 +70,15 @@ static int64_t dim(const struct trainer *t, int j) { return t->tp->dims[t->l0 + 
 
 int pipe_create(struct trainer *t)
 {
-    int rc = 0, m = (int)t->spec->chunks, L = n_local(t);
+    int rc = 0, m = t->mb_hi - t->mb_lo, L = n_local(t);
     struct pipe_bufs *p = calloc(1, sizeof *p);
     CAIRN_CHECK_ALLOC(p);
     t->bufs = p;
     p->m = m;
     p->mb = calloc((size_t)m, sizeof *p->mb);
+    p->gs = calloc((size_t)L + 1, sizeof *p->gs);
+    t->mb_loss = calloc((size_t)m + 1, sizeof *t->mb_loss);
+    CAIRN_CHECK_ALLOC(p->gs && t->mb_loss ? p->gs : NULL);
     p->scratch = calloc((size_t)L + 1, sizeof *p->scratch);
     p->rin = calloc((size_t)m, sizeof *p->rin);
     p->rg = calloc((size_t)m, sizeof *p->rg);
@@ -98,6 +113,14 @@ void pipe_destroy(struct trainer *t)
         free(b->act);
     }
     for (int j = 0; p->scratch && j <= n_local(t); j++) tensor_free(&p->scratch[j]);
+    for (int j = 0; p->gs && j < n_local(t); j++)
+        for (int k = 0; k < GSUM_MAX; k++) {
+            tensor_free(&p->gs[j].w[k]);
+            tensor_free(&p->gs[j].b[k]);
+        }
+    free(p->gs);
+    free(t->mb_loss);
+    t->mb_loss = NULL;
     tensor_free(&p->g[0]);
     tensor_free(&p->g[1]);
     free(p->mb);
@@ -190,18 +213,125 @@ static int layer_forward(struct trainer *t, int j, int64_t n, const void *x, voi
     return 0;
 }
 
+/* One micro-batch's gradients of layer j, into dW and db (overwritten). */
 static int layer_backward_params(struct trainer *t, int j, int64_t n, const void *x,
-                                 const void *y, void *dy, bool accumulate)
+                                 const void *y, void *dy, struct tensor *dW, struct tensor *db)
 {
     int l = t->l0 + j;
     enum act a = t->spec->layers[l].act;
     if (grid_split(t))
-        return grid_backward_params(t, n, dim(t, j), dim(t, j + 1), x, y, a, dy, t->dW[l].data,
-                                    t->db[l].data, accumulate);
-    nn_backward_params(t->dt, n, dim(t, j), dim(t, j + 1), x, y, a, dy, t->dW[l].data,
-                       t->db[l].data, accumulate);
+        return grid_backward_params(t, n, dim(t, j), dim(t, j + 1), x, y, a, dy, dW->data, db->data,
+                                    false);
+    nn_backward_params(t->dt, n, dim(t, j), dim(t, j + 1), x, y, a, dy, dW->data, db->data, false);
     return 0;
 }
+
+/* ---- the gradient tree ------------------------------------------------------------
+ * A step's gradient of a parameter is the sum of its micro-batches'
+ * gradients over the bisection tree of [0, M): node [lo, hi) is [lo, mid)
+ * + [mid, hi) with mid = lo + ceil((hi - lo) / 2).  Replica r's
+ * micro-batches [mb_lo, mb_hi) are one node of it (R is a power of two
+ * that divides M), which it sums here as the backwards end, in
+ * micro-batch order (a stack: two nodes that are halves of one are added
+ * at once); ps.c adds the replicas' sums over the tree's top.  Every
+ * addition is one IEEE add of two fixed operands, so the step's gradient
+ * is the same bits whatever R.  Skipped (empty) micro-batches are zeros. */
+
+static int64_t mid_of(int64_t lo, int64_t hi) { return lo + (hi - lo + 1) / 2; }
+
+/* Are [a, b) and [b, c) the halves of a node of the tree of [lo, hi)? */
+static bool halves(int64_t lo, int64_t hi, int64_t a, int64_t b, int64_t c)
+{
+    while (hi - lo > 1) {
+        int64_t m = mid_of(lo, hi);
+        if (lo == a && hi == c) return m == b;
+        if (c <= m) hi = m;
+        else if (a >= m) lo = m;
+        else return false;
+    }
+    return false;
+}
+
+static struct tensor *node_w(struct trainer *t, int j, int k)
+{
+    return k ? &t->bufs->gs[j].w[k] : &t->dW[t->l0 + j];
+}
+static struct tensor *node_b(struct trainer *t, int j, int k)
+{
+    return k ? &t->bufs->gs[j].b[k] : &t->db[t->l0 + j];
+}
+
+static void tree_reset(struct trainer *t)
+{
+    for (int j = 0; j < n_local(t); j++) t->bufs->gs[j].n = 0;
+}
+
+/* Add the top two nodes of layer j's stack while they are halves of one. */
+static int tree_fold(struct trainer *t, int j)
+{
+    int rc = 0;
+    struct gsum *g = &t->bufs->gs[j];
+    while (g->n >= 2 && halves(t->mb_lo, t->mb_hi, g->lo[g->n - 2], g->hi[g->n - 2], g->hi[g->n - 1])) {
+        int k = g->n - 1;
+        CAIRN_CHECK(tensor_add(node_w(t, j, k - 1), node_w(t, j, k - 1), node_w(t, j, k)));
+        CAIRN_CHECK(tensor_add(node_b(t, j, k - 1), node_b(t, j, k - 1), node_b(t, j, k)));
+        g->hi[k - 1] = g->hi[k];
+        g->n--;
+    }
+cleanup:
+    return rc;
+}
+
+/* The next node on layer j's stack, for micro-batch i (zero nodes for the
+ * skipped ones before it are added first): *w and *b receive its
+ * gradients, then tree_fold. */
+static int tree_leaf(struct trainer *t, int j, int64_t i, struct tensor **w, struct tensor **b)
+{
+    int rc = 0;
+    struct gsum *g = &t->bufs->gs[j];
+    for (;;) {
+        int64_t next = g->n ? g->hi[g->n - 1] : t->mb_lo;
+        if (g->n >= GSUM_MAX || next > i)
+            return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__, "gradient tree out of order");
+        int k = g->n;
+        struct tensor *dw = &t->dW[t->l0 + j], *db = &t->db[t->l0 + j];
+        if (k && (node_w(t, j, k)->dtype != dw->dtype || !shape_eq(&node_w(t, j, k)->shape, &dw->shape)))
+            CAIRN_CHECK(tensor_resize(node_w(t, j, k), dw->dtype, &dw->shape));
+        if (k && (node_b(t, j, k)->dtype != db->dtype || !shape_eq(&node_b(t, j, k)->shape, &db->shape)))
+            CAIRN_CHECK(tensor_resize(node_b(t, j, k), db->dtype, &db->shape));
+        g->lo[k] = next;
+        g->hi[k] = next + 1;
+        g->n++;
+        *w = node_w(t, j, k);
+        *b = node_b(t, j, k);
+        if (next == i) break;
+        tensor_fill(*w, 0); /* a skipped micro-batch */
+        tensor_fill(*b, 0);
+        CAIRN_CHECK(tree_fold(t, j));
+    }
+cleanup:
+    return rc;
+}
+
+/* Layer j's sum over all the replica's micro-batches, into dW and db. */
+static int tree_close(struct trainer *t, int j)
+{
+    int rc = 0;
+    struct gsum *g = &t->bufs->gs[j];
+    struct tensor *w, *b;
+    if (g->n == 0 || g->hi[g->n - 1] < t->mb_hi) { /* zeros for the skipped ones at the end */
+        CAIRN_CHECK(tree_leaf(t, j, t->mb_hi - 1, &w, &b));
+        tensor_fill(w, 0);
+        tensor_fill(b, 0);
+        CAIRN_CHECK(tree_fold(t, j));
+    }
+    if (g->n != 1 || g->lo[0] != t->mb_lo || g->hi[0] != t->mb_hi)
+        return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__, "gradient tree left unfinished");
+cleanup:
+    return rc;
+}
+
+int pipe_grads_close(struct trainer *t, int l) { return tree_close(t, l - t->l0); }
 
 static int layer_backward_input(struct trainer *t, int j, int64_t n, const void *dy, void *dx)
 {
@@ -230,6 +360,7 @@ static int forward(struct trainer *t, int i, bool kept, int upto)
     for (int j = 0; j < upto; j++) {
         struct tensor *y = j == L - 1 ? local(t, &b->out, &b->lout) : inner(t, i, j + 1, kept);
         CAIRN_CHECK(shape2(y, t->dt, b->n, grid_cols(t, dim(t, j + 1))));
+        CAIRN_CHECK(ps_pull_layer(t, t->l0 + j)); /* the later layers' arrive meanwhile */
         CAIRN_CHECK(layer_forward(t, j, b->n, x, y->data));
         x = y->data;
     }
@@ -281,8 +412,8 @@ static int loss(struct trainer *t, struct batch *bt, struct mb *b)
         CAIRN_CHECK(shape2(&b->gin, t->dt, b->n, k));
         const int32_t *labels = t->k_targets ? NULL : (const int32_t *)bt->y.data + b->off;
         const void *targets = t->k_targets ? row(t, &bt->y, b->off, k) : NULL;
-        t->loss_sum += nn_loss(t->dt, t->spec->loss, b->n, k, b->out.data, labels, targets,
-                               bt->global, b->gin.data, &correct);
+        t->mb_loss[b - t->bufs->mb] = nn_loss(t->dt, t->spec->loss, b->n, k, b->out.data, labels,
+                                              targets, bt->global, b->gin.data, &correct);
     }
     CAIRN_CHECK(scatter(t, b->n, k, &b->gin, &b->lgin));
 cleanup:
@@ -309,11 +440,10 @@ cleanup:
     return rc;
 }
 
-/* Backward of micro-batch i.  The step's first overwrites the gradient
- * buffers; after its last, each layer's parameter gradients are final as
- * soon as they are computed, and go to the shards at once. */
-static int do_backward(struct trainer *t, struct batch *bt, int i, bool first_of_step,
-                       bool last_of_step)
+/* Backward of micro-batch i.  Its parameter gradients join the gradient
+ * tree; after the step's last, each layer's are final as soon as they are
+ * computed, and go to the other replicas and the shards at once. */
+static int do_backward(struct trainer *t, struct batch *bt, int i, bool last_of_step)
 {
     int rc = 0, L = n_local(t);
     struct pipe_bufs *p = t->bufs;
@@ -336,9 +466,16 @@ static int do_backward(struct trainer *t, struct batch *bt, int i, bool first_of
         if (j > 0) dx = &p->g[j % 2];
         else if (!t->first) dx = local(t, &b->gout, &b->lgout);
         if (dx) CAIRN_CHECK(shape2(dx, t->dt, n, grid_cols(t, dim(t, j))));
-        CAIRN_CHECK(layer_backward_params(t, j, n, x->data, y->data, g->data, !first_of_step));
-        /* the shards update this layer while the input gradient is computed */
-        if (last_of_step) CAIRN_CHECK(ps_push_layer(t, l));
+        struct tensor *gw, *gb;
+        CAIRN_CHECK(tree_leaf(t, j, t->mb_lo + i, &gw, &gb));
+        CAIRN_CHECK(layer_backward_params(t, j, n, x->data, y->data, g->data, gw, gb));
+        CAIRN_CHECK(tree_fold(t, j));
+        /* the reduction and the shards' update of this layer go on while
+         * the input gradient is computed */
+        if (last_of_step) {
+            CAIRN_CHECK(tree_close(t, j));
+            CAIRN_CHECK(ps_push_layer(t, l));
+        }
         if (dx) CAIRN_CHECK(layer_backward_input(t, j, n, g->data, dx->data));
         g = dx;
     }
@@ -364,15 +501,15 @@ static int run_schedule(struct trainer *t, struct batch *bt)
         if (t->bufs->mb[i].n > 0) ids[n++] = i; /* every stage skips the same empty ones */
     if (t->spec->schedule == SCHEDULE_GPIPE) {
         for (int f = 0; f < n; f++) CAIRN_CHECK(do_forward(t, bt, ids[f]));
-        for (int b = 0; b < n; b++) CAIRN_CHECK(do_backward(t, bt, ids[b], b == 0, b == n - 1));
+        for (int b = 0; b < n; b++) CAIRN_CHECK(do_backward(t, bt, ids[b], b == n - 1));
     } else {
         int warm = S - t->stage - 1 < n ? S - t->stage - 1 : n, f = 0, b = 0;
         for (; f < warm; f++) CAIRN_CHECK(do_forward(t, bt, ids[f]));
         for (; f < n; f++, b++) {
             CAIRN_CHECK(do_forward(t, bt, ids[f]));
-            CAIRN_CHECK(do_backward(t, bt, ids[b], b == 0, b == n - 1));
+            CAIRN_CHECK(do_backward(t, bt, ids[b], b == n - 1));
         }
-        for (; b < n; b++) CAIRN_CHECK(do_backward(t, bt, ids[b], b == 0, b == n - 1));
+        for (; b < n; b++) CAIRN_CHECK(do_backward(t, bt, ids[b], b == n - 1));
     }
 cleanup:
     free(ids);
@@ -384,12 +521,16 @@ int pipe_step(struct trainer *t, struct batch *bt)
     int rc = 0;
     double t0 = clock_now();
     struct pipe_bufs *p = t->bufs;
+    int64_t first, end;
+    part_range(bt->global, t->M, t->mb_lo, &first, &end); /* the replica's rows start at first */
     for (int i = 0; i < p->m; i++) {
         int64_t lo, hi;
-        part_range(bt->n, p->m, i, &lo, &hi);
-        p->mb[i].off = lo;
+        part_range(bt->global, t->M, t->mb_lo + i, &lo, &hi);
+        p->mb[i].off = lo - first;
         p->mb[i].n = hi - lo;
+        t->mb_loss[i] = 0;
     }
+    tree_reset(t);
     CAIRN_CHECK(post_receives(t));
     CAIRN_CHECK(run_schedule(t, bt));
     CAIRN_CHECK(finish(t));

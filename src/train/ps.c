@@ -7,15 +7,18 @@
  * member sends and receives only its own units of each shard's rows.
  *
  * A step, streamed so that the shards' work overlaps the stages':
- *  - each stage sends a layer's gradient blocks to the shards as soon as
- *    the step's last micro-batch has them, before that layer's input
- *    gradient and the layers below are computed (the last layers first);
- *  - each shard, as soon as every replica's blocks of a parameter are in,
- *    sums them in replica order (so runs are deterministic), applies the
+ *  - as soon as the step's last micro-batch has a layer's gradients (the
+ *    last layers first), before that layer's input gradient and the layers
+ *    below are computed, the replicas add theirs over the top of the
+ *    gradient tree (see "the replicas' sum" below), and the replica where
+ *    a parameter's sum ends sends it to the shards, each its rows;
+ *  - each shard, as soon as a parameter's blocks are in, applies the
  *    optimizer element by element (so the result does not depend on P),
  *    and publishes the new rows to the stages that hold the layer;
- *  - a stage receives that publication when it next needs parameters (its
- *    next step, or an evaluation), after reading the next step's rows.
+ *  - a stage posts the receives of that publication when it next needs
+ *    parameters (its next step, or an evaluation), after reading the next
+ *    step's rows, and a layer's forward waits for that layer's alone, so
+ *    the later layers arrive while the first ones compute.
  * The first step of a run (or a quiesce with no step) publishes the
  * parameters as they are.  trainer_quiesce completes the last publication
  * so nothing is in flight when the epochs end. */
@@ -136,76 +139,199 @@ int ps_rank_of_shard(const struct trainer *t, int p)
 
 /* ---- stage side ------------------------------------------------------------------ */
 
+/* ---- the replicas' sum ------------------------------------------------------------
+ * Each replica holds its micro-batches' sum of a parameter's gradient (its
+ * node of the gradient tree, pipeline.c).  The replicas add theirs over
+ * the tree's top, the bisection of replicas [0, R) (R a power of two): at
+ * level d the replicas r and r + 2^d, r a multiple of 2^(d+1), meet, one
+ * adds the other's sum to its own, and the other is done.  Parameter k's
+ * sum ends on replica root(k), spread over the replicas by layer; at each
+ * meeting the replica on root's side receives (or the lower one, if
+ * neither is).  One IEEE addition of the same two sums per meeting, so
+ * the total does not depend on R, nor on which replica adds; and a shard
+ * receives one sum of each parameter from each member, whatever R. */
+
+enum { LEVELS_MAX = 32 };
+struct reduction {
+    int n_from, next;         /* meetings where this replica adds; the next one */
+    int from[LEVELS_MAX];     /* the replica each one's sum comes from */
+    MPI_Request req[LEVELS_MAX];
+    struct tensor buf[LEVELS_MAX];
+    int to;                   /* the replica it sends its sum to; -1: the root */
+    bool busy;                /* started this step, not yet sent on */
+};
+
+static int root_of(const struct trainer *t, int k) { return (k / 2) % t->tp->replicas; }
+
+/* The replica that holds the sum of replicas [lo, lo + n) for root q. */
+static int holder(int lo, int n, int q) { return q >= lo && q < lo + n ? q : lo; }
+
+static void plan_reduction(const struct trainer *t, int k, struct reduction *x)
+{
+    int r = t->replica, R = t->tp->replicas, q = root_of(t, k);
+    x->n_from = 0;
+    x->to = -1;
+    for (int n = 1; n < R; n *= 2) {
+        int lo = r / (2 * n) * (2 * n), other = r < lo + n ? lo + n : lo;
+        if (holder(lo, 2 * n, q) != r) {
+            x->to = holder(lo, 2 * n, q);
+            return;
+        }
+        x->from[x->n_from++] = holder(other, n, q);
+    }
+}
+
 int ps_create(struct trainer *t)
 {
     int rc = 0, K = 2 * t->tp->n_layers, P = t->tp->shards, R = t->tp->replicas;
-    size_t n = t->role == ROLE_PS ? (size_t)(K * R * t->tp->ranks_per_stage) : (size_t)(K * P);
+    /* a shard publishes to every replica's members; a member sends each
+     * parameter's sum to the shards or to one replica */
+    size_t n = t->role == ROLE_PS ? (size_t)K * R * t->tp->ranks_per_stage : (size_t)K * (P + 1);
     t->pending = true; /* the first step receives the parameters as they are */
     t->pushed = calloc((size_t)t->tp->n_layers + 1, sizeof *t->pushed);
     t->push_req = calloc(n + 1, sizeof *t->push_req);
     t->pub_req = calloc(n + 1, sizeof *t->pub_req);
-    CAIRN_CHECK_ALLOC(t->pushed && t->push_req && t->pub_req ? t->pushed : NULL);
+    t->red = calloc((size_t)K + 1, sizeof *t->red);
+    t->pull_req = malloc(((size_t)K * P + 1) * sizeof *t->pull_req);
+    CAIRN_CHECK_ALLOC(t->pushed && t->push_req && t->pub_req && t->red && t->pull_req ? t->pushed : NULL);
+    for (size_t i = 0; i < (size_t)K * P; i++) t->pull_req[i] = MPI_REQUEST_NULL;
+    for (int k = 0; t->role == ROLE_STAGE && k < K; k++) plan_reduction(t, k, &t->red[k]);
 cleanup:
     return rc;
 }
 
 void ps_destroy(struct trainer *t)
 {
+    for (int k = 0; t->red && k < 2 * t->tp->n_layers; k++)
+        for (int i = 0; i < LEVELS_MAX; i++) tensor_free(&t->red[k].buf[i]);
+    free(t->red);
+    free(t->pull_req);
     free(t->pushed);
     free(t->push_req);
     free(t->pub_req);
 }
 
+/* The receives of a publication, by parameter: pull_req[k * P + p]. */
+static MPI_Request *pull_of(const struct trainer *t, int k) { return &t->pull_req[k * t->tp->shards]; }
+
 int ps_pull(struct trainer *t)
 {
-    int rc = 0, n = 0, P = t->tp->shards;
+    int rc = 0, P = t->tp->shards;
     CAIRN_CHECK(coll_wait(t->n_push, t->push_req)); /* the last step's gradients, sent by now */
     t->n_push = 0;
     if (!t->pending) return 0;
+    CAIRN_CHECK(ps_pull_all(t)); /* one a step without samples did not need */
     for (int k = 2 * t->l0; k < 2 * t->l1; k++) {
         struct tensor *v = k % 2 ? &t->b[k / 2] : &t->W[k / 2];
         for (int p = 0; p < P; p++) {
             int64_t lo, hi, off, count;
+            MPI_Request *q = &pull_of(t, k)[p];
+            *q = MPI_REQUEST_NULL;
             param_block(t, k, p, &lo, &hi);
             if ((count = member_span(t, k, t->member, lo, hi, &off)) == 0) continue;
             CAIRN_CHECK_MPI(MPI_Irecv((char *)v->data + (size_t)off * t->esz, (int)count,
                                       coll_type(t->dt), ps_rank_of_shard(t, p), TAG_PARAM + k,
-                                      t->train, &t->push_req[n++]));
+                                      t->train, q));
         }
     }
-    CAIRN_CHECK(coll_wait(n, t->push_req));
     t->pending = false;
+cleanup:
+    return rc;
+}
+
+int ps_pull_layer(struct trainer *t, int l)
+{
+    return coll_wait(2 * t->tp->shards, pull_of(t, 2 * l));
+}
+
+int ps_pull_all(struct trainer *t)
+{
+    int rc = 0;
+    for (int l = t->l0; l < t->l1; l++) CAIRN_CHECK(ps_pull_layer(t, l));
+cleanup:
+    return rc;
+}
+
+static struct tensor *grad_of(struct trainer *t, int k) { return k % 2 ? &t->db[k / 2] : &t->dW[k / 2]; }
+
+/* The root: each shard gets its rows of parameter k's sum. */
+static int send_to_shards(struct trainer *t, int k)
+{
+    int rc = 0;
+    struct tensor *g = grad_of(t, k);
+    for (int p = 0; p < t->tp->shards; p++) {
+        int64_t lo, hi, off, count;
+        param_block(t, k, p, &lo, &hi);
+        if ((count = member_span(t, k, t->member, lo, hi, &off)) == 0) continue;
+        CAIRN_CHECK_MPI(MPI_Isend((char *)g->data + (size_t)off * t->esz, (int)count,
+                                  coll_type(t->dt), ps_rank_of_shard(t, p), TAG_GRAD + k, t->train,
+                                  &t->push_req[t->n_push++]));
+    }
+cleanup:
+    return rc;
+}
+
+/* Add every partial sum of parameter k that is in, in level order; once
+ * all are, send the sum on (to a replica, or to the shards). */
+static int advance(struct trainer *t, int k)
+{
+    int rc = 0;
+    struct reduction *x = &t->red[k];
+    struct tensor *g = grad_of(t, k);
+    while (x->busy && x->next < x->n_from) {
+        int done = 0;
+        CAIRN_CHECK_MPI(MPI_Test(&x->req[x->next], &done, MPI_STATUS_IGNORE));
+        if (!done) return 0;
+        CAIRN_CHECK(tensor_add(g, g, &x->buf[x->next++]));
+    }
+    if (!x->busy) return 0;
+    x->busy = false;
+    if (x->to < 0) return send_to_shards(t, k);
+    CAIRN_CHECK_MPI(MPI_Isend(g->data, (int)tensor_numel(g), coll_type(t->dt),
+                              stage_rank(t, x->to, t->stage, t->member), TAG_SUM + k, t->train,
+                              &t->push_req[t->n_push++]));
 cleanup:
     return rc;
 }
 
 int ps_push_layer(struct trainer *t, int l)
 {
-    int rc = 0, P = t->tp->shards;
+    int rc = 0;
     for (int k = 2 * l; k < 2 * l + 2; k++) {
-        struct tensor *g = k % 2 ? &t->db[l] : &t->dW[l];
-        for (int p = 0; p < P; p++) {
-            int64_t lo, hi, off, count;
-            param_block(t, k, p, &lo, &hi);
-            if ((count = member_span(t, k, t->member, lo, hi, &off)) == 0) continue;
-            CAIRN_CHECK_MPI(MPI_Isend((char *)g->data + (size_t)off * t->esz, (int)count,
-                                      coll_type(t->dt), ps_rank_of_shard(t, p), TAG_GRAD + k,
-                                      t->train, &t->push_req[t->n_push++]));
+        struct reduction *x = &t->red[k];
+        struct tensor *g = grad_of(t, k);
+        for (int i = 0; i < x->n_from; i++) {
+            if (x->buf[i].dtype != g->dtype || !shape_eq(&x->buf[i].shape, &g->shape))
+                CAIRN_CHECK(tensor_resize(&x->buf[i], g->dtype, &g->shape));
+            CAIRN_CHECK_MPI(MPI_Irecv(x->buf[i].data, (int)tensor_numel(g), coll_type(t->dt),
+                                      stage_rank(t, x->from[i], t->stage, t->member), TAG_SUM + k,
+                                      t->train, &x->req[i]));
         }
+        x->next = 0;
+        x->busy = true;
+        CAIRN_CHECK(advance(t, k));
     }
     t->pushed[l] = true;
+    for (int k = 2 * t->l0; k < 2 * t->l1; k++) CAIRN_CHECK(advance(t, k)); /* the layers pushed before */
 cleanup:
     return rc;
 }
 
 int ps_push_finish(struct trainer *t)
 {
-    int rc = 0;
+    int rc = 0, busy = 1;
     for (int l = t->l0; l < t->l1; l++) {
         if (t->pushed[l]) continue;
-        tensor_fill(&t->dW[l], 0); /* no samples here this step: zero gradients */
-        tensor_fill(&t->db[l], 0);
+        CAIRN_CHECK(pipe_grads_close(t, l)); /* no samples here this step: zeros */
         CAIRN_CHECK(ps_push_layer(t, l));
+    }
+    for (long spins = 0; busy; spins++) {
+        busy = 0;
+        for (int k = 2 * t->l0; k < 2 * t->l1; k++) {
+            CAIRN_CHECK(advance(t, k));
+            busy += t->red[k].busy;
+        }
+        if (busy) coll_idle(spins);
     }
     for (int l = t->l0; l < t->l1; l++) t->pushed[l] = false;
     t->pending = true;
@@ -256,38 +382,44 @@ cleanup:
     return rc;
 }
 
-/* Post a receive for every replica's (every member's) part of every
- * parameter I hold rows of: req[(k * R + r) * T + j] (MPI_REQUEST_NULL
- * where none comes); left[k]: how many will come. */
+/* Post a receive for every member's part of the replicas' sum of every
+ * parameter I hold rows of: req[k * T + j] (MPI_REQUEST_NULL where none
+ * comes); left[k]: how many will come. */
 static int post_grads(struct trainer *t, MPI_Request *req, int *left)
 {
-    int rc = 0, R = t->tp->replicas, K = n_params(t), T = t->tp->ranks_per_stage;
+    int rc = 0, K = n_params(t), T = t->tp->ranks_per_stage;
     MPI_Datatype type = MPI_DATATYPE_NULL;
     for (int k = 0; k < K; k++) {
         int64_t lo, hi;
         param_block(t, k, t->shard, &lo, &hi);
         left[k] = 0;
-        for (int r = 0; r < R; r++) {
-            struct tensor *g = &t->grads[r * K + k];
-            struct shape s = {.ndim = 1, .d = {(hi - lo) * param_cols(t, k)}};
-            if (g->dtype != t->dt || !shape_eq(&g->shape, &s)) /* receives fill it whole */
-                CAIRN_CHECK(tensor_resize(g, t->dt, &s));
-            for (int j = 0; j < T; j++) {
-                MPI_Request *q = &req[(k * R + r) * T + j];
-                *q = MPI_REQUEST_NULL;
-                if (hi == lo) continue;
-                CAIRN_CHECK(member_type(t, k, j, lo, hi, &type));
-                if (type == MPI_DATATYPE_NULL) continue;
-                CAIRN_CHECK_MPI(MPI_Irecv(g->data, 1, type, stage_rank(t, r, stage_of_layer(t, k / 2), j),
-                                          TAG_GRAD + k, t->train, q));
-                MPI_Type_free(&type);
-                left[k]++;
-            }
+        struct tensor *g = &t->grads[k];
+        struct shape s = {.ndim = 1, .d = {(hi - lo) * param_cols(t, k)}};
+        if (g->dtype != t->dt || !shape_eq(&g->shape, &s)) /* receives fill it whole */
+            CAIRN_CHECK(tensor_resize(g, t->dt, &s));
+        for (int j = 0; j < T; j++) {
+            MPI_Request *q = &req[k * T + j];
+            *q = MPI_REQUEST_NULL;
+            if (hi == lo) continue;
+            CAIRN_CHECK(member_type(t, k, j, lo, hi, &type));
+            if (type == MPI_DATATYPE_NULL) continue;
+            CAIRN_CHECK_MPI(MPI_Irecv(g->data, 1, type, stage_rank(t, root_of(t, k), stage_of_layer(t, k / 2), j),
+                                      TAG_GRAD + k, t->train, q));
+            MPI_Type_free(&type);
+            left[k]++;
         }
     }
 cleanup:
     if (type != MPI_DATATYPE_NULL) MPI_Type_free(&type);
     return rc;
+}
+
+double ps_bytes(const struct trainer *t)
+{
+    double n = 0;
+    for (int k = 0; k < n_params(t); k++) n += (double)t->grads[k].cap;
+    for (int b = 0; b < t->rt->ws->n; b++) n += (double)t->rt->ws->v[b].t.cap;
+    return n;
 }
 
 struct opt_args {
@@ -325,14 +457,6 @@ UPDATE(float, sqrtf)
 UPDATE(double, sqrt)
 #undef UPDATE
 
-/* Sum replica r's gradients into replica 0's, in replica order. */
-static void sum_replicas(struct trainer *t, int k)
-{
-    int K = n_params(t);
-    struct tensor *acc = &t->grads[k];
-    for (int r = 1; r < t->tp->replicas; r++) tensor_add(acc, acc, &t->grads[r * K + k]);
-}
-
 static int dump_grads(struct trainer *t);
 
 static struct opt_args opt_args(struct trainer *t, struct op_call *c)
@@ -350,11 +474,10 @@ static struct opt_args opt_args(struct trainer *t, struct op_call *c)
     return a;
 }
 
-/* All replicas' gradients of parameter k are in: sum, update, publish. */
+/* The replicas' sum of parameter k's gradient is in: update, publish. */
 static int finish_param(struct trainer *t, struct op_call *c, const struct opt_args *a, int k)
 {
     int K = n_params(t);
-    sum_replicas(t, k);
     struct tensor *w = &c->out[k]->t;
     void *m = a->opt == OPT_SGD ? NULL : c->out[K + k]->t.data;
     void *v = a->opt == OPT_ADAM ? c->out[2 * K + k]->t.data : NULL;
@@ -369,7 +492,7 @@ static int finish_param(struct trainer *t, struct op_call *c, const struct opt_a
  * spinning a core while waiting (see wait_all). */
 static int stream_updates(struct trainer *t, struct op_call *c, MPI_Request *req, int *left)
 {
-    int rc = 0, RT = t->tp->replicas * t->tp->ranks_per_stage, K = n_params(t), n = K * RT, todo = 0;
+    int rc = 0, RT = t->tp->ranks_per_stage, K = n_params(t), n = K * RT, todo = 0;
     int *idx = malloc((size_t)n * sizeof *idx), got;
     CAIRN_CHECK_ALLOC(idx);
     struct opt_args a = opt_args(t, c);
@@ -396,7 +519,7 @@ cleanup:
 int train_op_ps_step(struct op_call *c)
 {
     struct trainer *t = c->state;
-    int rc = 0, K = n_params(t), RT = t->tp->replicas * t->tp->ranks_per_stage;
+    int rc = 0, K = n_params(t), RT = t->tp->ranks_per_stage;
     MPI_Request *req = malloc((size_t)(K * RT + 1) * sizeof *req);
     int *left = calloc((size_t)K + 1, sizeof *left);
     CAIRN_CHECK_ALLOC(req && left ? req : NULL);
@@ -416,6 +539,7 @@ int trainer_quiesce(struct trainer *t)
 {
     int rc = 0;
     if (t->role == ROLE_STAGE) rc = ps_pull(t);
+    if (t->role == ROLE_STAGE && rc == 0) rc = ps_pull_all(t);
     if (t->role == ROLE_PS) {
         struct workspace *ws = t->rt->ws;
         if (!t->published) {

@@ -7,8 +7,11 @@
  * training rows visits them in the order of a permutation keyed by (seed,
  * pass) (rng.h).  The data cursor blob (pass, position) that each stage
  * keeps is the reader's state: it is checkpointed with the other blobs,
- * and a step's mini-batch is the next `batch` samples from it.  Replica r
- * takes its balanced share of each mini-batch. */
+ * and a step's mini-batch is the next `batch` samples from it, split into
+ * M micro-batches whatever the number of replicas R; replica r takes the
+ * rows of micro-batches r M/R .. (r+1) M/R - 1.  Loss sums are added in
+ * micro-batch (or evaluation batch) order, so the logged figures do not
+ * depend on R either. */
 #include "train_priv.h"
 
 #include "cairn/coll.h"
@@ -25,6 +28,7 @@
 #include "cairn/runtime.h"
 #include "cairn/workspace.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -169,7 +173,9 @@ static int step_batch(struct trainer *t, const struct tensor *cursor, struct bat
         t->perm_pass = pass;
     }
     b->global = t->n_train - pos < t->spec->batch ? t->n_train - pos : t->spec->batch;
-    part_range(b->global, t->tp->replicas, t->replica, &lo, &hi);
+    int64_t end;
+    part_range(b->global, t->M, t->mb_lo, &lo, &end); /* the replica's micro-batches' rows */
+    part_range(b->global, t->M, t->mb_hi - 1, &end, &hi);
     b->n = hi - lo;
     free(b->idx);
     b->idx = malloc((size_t)(b->n + 1) * sizeof *b->idx);
@@ -241,6 +247,7 @@ static void assign_role(struct trainer *t)
     const struct layout *l = t->rt->layout;
     const struct train_plan *tp = t->tp;
     t->role = ROLE_NONE;
+    t->M = (int)tp->spec->chunks;
     if (l->gid == tp->ps_group) {
         t->role = ROLE_PS;
         t->shard = l->grank;
@@ -251,6 +258,8 @@ static void assign_role(struct trainer *t)
         t->stage = s;
         t->replica = l->grank / t->T;
         t->member = l->grank % t->T;
+        t->mb_lo = (int)(t->M / tp->replicas * t->replica); /* R divides M (config_train.c) */
+        t->mb_hi = t->mb_lo + (int)(t->M / tp->replicas);
         t->l0 = tp->first_layer[s];
         t->l1 = tp->first_layer[s + 1];
         t->first = s == 0;
@@ -269,8 +278,7 @@ static int setup_role(struct trainer *t)
         CAIRN_CHECK(grid_create(t));
         CAIRN_CHECK(pipe_create(t));
     } else if (t->role == ROLE_PS) {
-        size_t n = (size_t)t->tp->replicas * 2 * (size_t)t->tp->n_layers;
-        t->grads = calloc(n + 1, sizeof *t->grads);
+        t->grads = calloc(2 * (size_t)t->tp->n_layers + 1, sizeof *t->grads);
         CAIRN_CHECK_ALLOC(t->grads);
     }
 cleanup:
@@ -338,8 +346,7 @@ void trainer_destroy(struct trainer **tp)
         tensor_free(&t->dW[l]);
         tensor_free(&t->db[l]);
     }
-    size_t n = (size_t)t->tp->replicas * 2 * (size_t)t->tp->n_layers;
-    for (size_t i = 0; t->grads && i < n; i++) tensor_free(&t->grads[i]);
+    for (int i = 0; t->grads && i < 2 * t->tp->n_layers; i++) tensor_free(&t->grads[i]);
     free(t->W);
     free(t->b);
     free(t->dW);
@@ -352,10 +359,12 @@ void trainer_destroy(struct trainer **tp)
 
 int64_t trainer_steps_per_epoch(const struct trainer *t) { return t->steps_per_epoch; }
 
-int trainer_epoch_stats(struct trainer *t, int64_t *samples, double *pipe_seconds)
+int trainer_epoch_stats(struct trainer *t, int64_t *samples, double *pipe_seconds, double *shard_bytes)
 {
     int rc = 0;
     MPI_Comm world = t->rt->layout->world;
+    double mine = t->role == ROLE_PS ? ps_bytes(t) : 0;
+    CAIRN_CHECK_MPI(MPI_Allreduce(&mine, shard_bytes, 1, MPI_DOUBLE, MPI_MAX, world));
     CAIRN_CHECK_MPI(MPI_Allreduce(&t->pipe_seconds, pipe_seconds, 1, MPI_DOUBLE, MPI_MAX, world));
     CAIRN_CHECK_MPI(MPI_Allreduce(&t->samples, samples, 1, MPI_INT64_T, MPI_MAX, world));
     t->pipe_seconds = 0;
@@ -366,21 +375,31 @@ cleanup:
 
 /* ---- the ops ------------------------------------------------------------------------ */
 
-/* Combine per-replica sums on the last stage, adding them in replica order
- * (so every layout with the same replicas gives the same bits); members
- * other than 0 add zeros. */
-static int sum_replicas(struct trainer *t, double *v, int n)
+/* On the last stage: sums of k figures per piece (micro-batch or
+ * evaluation batch), n pieces per replica, gathered from every replica's
+ * member 0 and added in piece order, so that the total does not depend on
+ * how the pieces were dealt to replicas.  v holds this replica's n * k
+ * values; out gets the k totals. */
+static int ordered_sum(struct trainer *t, const double *v, int n, int k, double *out)
 {
-    int rc = 0, R = 0;
-    MPI_Comm_size(t->group, &R);
-    double *all = malloc((size_t)(n * R) * sizeof *all);
+    int rc = 0, size = 0, mine = t->member == 0 ? n * k : 0, *count = NULL, *at = NULL;
+    double *all = NULL;
+    MPI_Comm_size(t->group, &size);
+    count = malloc((size_t)size * sizeof *count);
+    at = malloc((size_t)size * sizeof *at);
+    CAIRN_CHECK_ALLOC(count && at ? count : NULL);
+    CAIRN_CHECK_MPI(MPI_Allgather(&mine, 1, MPI_INT, count, 1, MPI_INT, t->group));
+    int64_t total = 0;
+    for (int r = 0; r < size; r++) at[r] = (int)total, total += count[r];
+    if (total > INT_MAX) CAIRN_FAIL(CAIRN_ERUNTIME, "%lld loss figures are too many to gather", (long long)total);
+    all = malloc((size_t)(total + 1) * sizeof *all);
     CAIRN_CHECK_ALLOC(all);
-    CAIRN_CHECK_MPI(MPI_Allgather(v, n, MPI_DOUBLE, all, n, MPI_DOUBLE, t->group));
-    for (int j = 0; j < n; j++) {
-        v[j] = 0;
-        for (int r = 0; r < R; r++) v[j] += all[r * n + j];
-    }
+    CAIRN_CHECK_MPI(MPI_Allgatherv(v, mine, MPI_DOUBLE, all, count, at, MPI_DOUBLE, t->group));
+    for (int j = 0; j < k; j++) out[j] = 0;
+    for (int64_t i = 0; i < total; i++) out[i % k] += all[i]; /* pieces in order: replicas are */
 cleanup:
+    free(count);
+    free(at);
     free(all);
     return rc;
 }
@@ -403,14 +422,13 @@ int train_op_step(struct op_call *c)
     CAIRN_CHECK(step_batch(t, cursor, &b));
     CAIRN_CHECK(read_rows(t, t->spec->data_file, &b));
     CAIRN_CHECK(ps_pull(t));
-    t->loss_sum = 0;
     CAIRN_CHECK(pipe_step(t, &b)); /* pushes the gradients as they are done */
     CAIRN_CHECK(ps_push_finish(t));
     advance(t, cursor, b.global);
     t->samples += b.global;
     if (t->last) {
-        double loss = t->loss_sum;
-        CAIRN_CHECK(sum_replicas(t, &loss, 1));
+        double loss = 0;
+        CAIRN_CHECK(ordered_sum(t, t->mb_loss, t->mb_hi - t->mb_lo, 1, &loss));
         loss /= (double)b.global;
         if (!isfinite(loss) && t->spec->abort_on_nan)
             CAIRN_FAIL(CAIRN_ERUNTIME, "the training loss is %s in pipeline stage %d (replica %d); "
@@ -423,38 +441,43 @@ cleanup:
     return rc;
 }
 
-/* Loss and accuracy over the held-out rows: each replica evaluates its
- * share, in batches of eval_batch, through its pipeline. */
+/* Loss and accuracy over the held-out rows, in batches of eval_batch
+ * dealt to the replicas (balanced), each through its pipeline. */
 int train_op_evaluate(struct op_call *c)
 {
     struct trainer *t = c->state;
     struct batch b = {0};
     int rc = 0;
-    int64_t lo, hi, correct = 0;
-    double loss = 0;
+    int64_t E = t->spec->eval_batch, batches = (t->n_eval + E - 1) / E, lo, hi;
+    double *v = NULL, sum[2];
     CAIRN_CHECK(ps_pull(t));
-    part_range(t->n_eval, t->tp->replicas, t->replica, &lo, &hi);
-    for (int64_t at = lo; at < hi; at += t->spec->eval_batch) {
-        b.n = hi - at < t->spec->eval_batch ? hi - at : t->spec->eval_batch;
+    part_range(batches, t->tp->replicas, t->replica, &lo, &hi);
+    v = calloc((size_t)(2 * (hi - lo) + 1), sizeof *v);
+    CAIRN_CHECK_ALLOC(v);
+    for (int64_t i = lo; i < hi; i++) {
+        int64_t at = i * E, correct = 0;
+        b.n = t->n_eval - at < E ? t->n_eval - at : E;
         b.global = b.n;
         free(b.idx);
         b.idx = malloc((size_t)b.n * sizeof *b.idx);
         CAIRN_CHECK_ALLOC(b.idx);
-        for (int64_t i = 0; i < b.n; i++) b.idx[i] = t->eval_first + at + i;
+        for (int64_t r = 0; r < b.n; r++) b.idx[r] = t->eval_first + at + r;
         CAIRN_CHECK(read_rows(t, t->eval_file, &b));
-        CAIRN_CHECK(pipe_eval(t, &b, &loss, &correct));
+        CAIRN_CHECK(pipe_eval(t, &b, &v[2 * (i - lo)], &correct));
+        v[2 * (i - lo) + 1] = (double)correct; /* counts are exact in a double */
     }
     if (t->last) {
-        double v[2] = {loss, (double)correct}; /* counts are exact in a double */
-        CAIRN_CHECK(sum_replicas(t, v, 2));
-        if (!isfinite(v[0]) && t->spec->abort_on_nan)
+        if (hi - lo > INT_MAX / 2) CAIRN_FAIL(CAIRN_ERUNTIME, "too many evaluation batches");
+        CAIRN_CHECK(ordered_sum(t, v, (int)(hi - lo), 2, sum));
+        if (!isfinite(sum[0]) && t->spec->abort_on_nan)
             CAIRN_FAIL(CAIRN_ERUNTIME, "the held-out loss is %s in pipeline stage %d; "
                                        "on_nan = \"abort\"",
-                       isnan(v[0]) ? "NaN" : "infinite", t->stage);
-        CAIRN_CHECK(set_scalar(&c->out[0]->t, v[0] / (double)t->n_eval));
-        CAIRN_CHECK(set_scalar(&c->out[1]->t, v[1] / (double)t->n_eval));
+                       isnan(sum[0]) ? "NaN" : "infinite", t->stage);
+        CAIRN_CHECK(set_scalar(&c->out[0]->t, sum[0] / (double)t->n_eval));
+        CAIRN_CHECK(set_scalar(&c->out[1]->t, sum[1] / (double)t->n_eval));
     }
 cleanup:
+    free(v);
     batch_free(&b);
     return rc;
 }

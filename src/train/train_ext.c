@@ -68,11 +68,11 @@ static int epoch_stats(void *state, double steps_seconds, struct strbuf *fields,
                        struct strbuf *text)
 {
     int64_t samples = 0;
-    double pipe = 0;
-    int rc = trainer_epoch_stats(state, &samples, &pipe);
+    double pipe = 0, shard = 0;
+    int rc = trainer_epoch_stats(state, &samples, &pipe, &shard);
     if (rc) return rc;
-    strbuf_addf(fields, ",\"samples\":%lld,\"train_seconds\":%.6f,\"pipe_seconds\":%.6f",
-                (long long)samples, steps_seconds, pipe);
+    strbuf_addf(fields, ",\"samples\":%lld,\"train_seconds\":%.6f,\"pipe_seconds\":%.6f,\"shard_bytes\":%.0f",
+                (long long)samples, steps_seconds, pipe, shard);
     strbuf_addf(text, " (%lld samples, %.0f samples/s in the steps)", (long long)samples,
                 steps_seconds > 0 ? (double)samples / steps_seconds : 0);
     return 0;

@@ -34,6 +34,8 @@ struct trainer {
     const struct train_spec *spec;
     enum role role;
     int stage, replica, shard; /* whichever the role has */
+    int M;                     /* micro-batches of a mini-batch (pipeline.chunks) */
+    int mb_lo, mb_hi;          /* a stage's replica runs micro-batches mb_lo .. mb_hi-1 */
     int member, T;             /* a stage's rank among its T (member 0 talks to the pipeline) */
     int l0, l1;                /* a stage's layers l0 .. l1-1 */
     bool first, last;          /* first / last stage */
@@ -53,13 +55,15 @@ struct trainer {
     struct tensor *W, *b, *dW, *db;
     /* pipeline work buffers */
     struct pipe_bufs *bufs;
-    /* PS: received gradients, one set per replica */
-    struct tensor *grads; /* [replica * 2L + k] */
+    /* PS: each parameter's gradient, summed by the replicas */
+    struct tensor *grads; /* [k] */
     bool grads_dumped;
     /* the PS protocol's state (ps.c) */
     bool pending;             /* stage: a publication of the parameters awaits receipt */
     bool *pushed;             /* stage: layers whose gradients went out this step */
+    struct reduction *red;    /* stage: each parameter's sum over the replicas (ps.c) */
     MPI_Request *push_req;    /* stage: this step's gradient sends */
+    MPI_Request *pull_req;    /* stage: the publication's receives, [k * P + p] */
     int n_push;
     bool published;           /* shard: the current parameters went out */
     MPI_Request *pub_req;     /* shard: the last publication's sends, completed lazily */
@@ -69,7 +73,7 @@ struct trainer {
     /* statistics */
     double pipe_seconds; /* time in the pipeline schedule this epoch */
     int64_t samples;     /* trained on this epoch (world rank 0 counts) */
-    double loss_sum;     /* this step's training loss, summed over samples */
+    double *mb_loss;     /* last stage: this step's loss summed over each micro-batch's samples */
 };
 
 /* ---- parameter geometry (ps.c) ---- */
@@ -82,34 +86,46 @@ int ps_rank_of_shard(const struct trainer *t, int p); /* in the train comm */
 int stage_rank(const struct trainer *t, int replica, int stage, int member);
 
 /* ---- message tags ---- */
-/* Parameter k's publication and gradients on the train comm; micro-batch
+/* Parameter k's publication, gradients and replica sums on the train comm; micro-batch
  * i's activations (2 i) and their gradients (2 i + 1) on the pipe comm.
  * MPI promises tags up to 32767 only: trainer_create checks MPI_TAG_UB. */
-enum { TAG_PARAM = 0, TAG_GRAD = 2 * NN_MAX_LAYERS, TAG_PS_END = 4 * NN_MAX_LAYERS };
+enum { TAG_PARAM = 0, TAG_GRAD = 2 * NN_MAX_LAYERS, TAG_SUM = 4 * NN_MAX_LAYERS, TAG_PS_END = 6 * NN_MAX_LAYERS };
 _Static_assert(TAG_PS_END <= 32767, "PS tags beyond what every MPI library allows");
 
 /* ---- the PS protocol (ps.c) ---- */
 int ps_create(struct trainer *t);
 void ps_destroy(struct trainer *t);
-/* Stage: complete the last step's gradient sends, then receive the
- * parameters' latest publication, if one is pending. */
+/* Stage: complete the last step's gradient sends, then post the receives
+ * of the parameters' latest publication, if one is pending. */
 int ps_pull(struct trainer *t);
-/* Stage: send layer l's gradients (final for this step) to every shard. */
+/* Stage: wait for layer l's parameters (before its forward). */
+int ps_pull_layer(struct trainer *t, int l);
+/* Stage: wait for all of them. */
+int ps_pull_all(struct trainer *t);
+/* Stage: layer l's gradients are final for this step on this replica:
+ * add them with the other replicas' over the gradient tree's top, and
+ * send the sum to every shard (ps.c). */
 int ps_push_layer(struct trainer *t, int l);
-/* Stage: push what the schedule did not (a step with no samples here);
- * a new publication is now pending.  The sends complete in the next
- * ps_pull, so the next step's reading overlaps the shards' update; dW and
- * db stay untouched until then. */
+/* Stage: push what the schedule did not (a step with no samples here),
+ * and see every reduction through; a new publication is now pending.  The
+ * shards' sends complete in the next ps_pull, so the next step's reading
+ * overlaps the shards' update; dW and db stay untouched until then. */
 int ps_push_finish(struct trainer *t);
+/* Shard: the bytes it holds for the model (parameters, optimizer state,
+ * gradients), which do not grow with the number of replicas. */
+double ps_bytes(const struct trainer *t);
 
 /* ---- the pipeline (pipeline.c) ---- */
 int pipe_create(struct trainer *t);
 void pipe_destroy(struct trainer *t);
 /* One step's schedule for this stage: forward and backward over the
  * micro-batches of b, exchanging activations and gradients with the
- * neighbouring stages; accumulates dW and db; the last stage sums the
- * samples' losses into t->loss_sum. */
+ * neighbouring stages; sums dW and db over the gradient tree; the last
+ * stage sums each micro-batch's losses into t->mb_loss. */
 int pipe_step(struct trainer *t, struct batch *b);
+/* Layer l's gradients summed over this replica's micro-batches (the
+ * gradient tree), into dW and db, when the schedule did not finish it. */
+int pipe_grads_close(struct trainer *t, int l);
 /* Forward only over an evaluation batch; the last stage adds the losses
  * and the correct predictions. */
 int pipe_eval(struct trainer *t, struct batch *b, double *loss, int64_t *correct);

@@ -119,8 +119,10 @@ static void state_operands(struct tp *x, struct op_node *op, bool as_in, bool as
 /* ---- groups ------------------------------------------------------------------ */
 
 /* Replicas and shards given as [MIN, MAX] take the ranks the job is given
- * beyond its minimum: replicas first (each adds T ranks per stage), then
- * shards.  Ranks still left stay spare. */
+ * beyond its minimum: replicas first (each adds T ranks per stage), as
+ * many as fit among the counts that keep the gradient tree (powers of two
+ * that divide pipeline.chunks, config_train.c), then shards.  Ranks still
+ * left stay spare. */
 static void fit(const struct plan *p, const struct train_spec *t, int *R, int *P)
 {
     int64_t ST = t->stages * t->ranks_per_stage, left = p->nranks - ST * t->replicas - t->shards;
@@ -128,32 +130,39 @@ static void fit(const struct plan *p, const struct train_spec *t, int *R, int *P
     *R = (int)t->replicas;
     *P = (int)t->shards;
     if (p->nranks <= 0 || left <= 0) return;
-    int64_t more = t->replicas_max - t->replicas < left / ST ? t->replicas_max - t->replicas : left / ST;
-    *R += (int)more;
-    left -= more * ST;
+    int64_t best = t->replicas;
+    for (int64_t r = t->replicas; r <= t->replicas_max; r++)
+        if ((r & (r - 1)) == 0 && t->chunks % r == 0 && (r - t->replicas) * ST <= left) best = r;
+    *R = (int)best;
+    left -= (best - t->replicas) * ST;
     *P += (int)(t->shards_max - t->shards < left ? t->shards_max - t->shards : left);
 }
 
 /* ---- the per-rank memory cap (model.rank_memory_mb) ---------------------------- */
 
 /* Bytes of W, dW, b and db that the first (largest) member of a stage of
- * T ranks holds: its block-cyclic units of each layer. */
-static double stage_bytes(const struct train_spec *t, int s, int64_t T)
+ * T ranks holds (its block-cyclic units of each layer), with the partial
+ * sums of the gradient tree on a replica of R: up to ceil(log2(M / R))
+ * nodes besides dW, and log2(R) sums from other replicas. */
+static double stage_bytes(const struct train_spec *t, int s, int64_t T, int R)
 {
-    int l0 = 0;
+    int l0 = 0, copies = 2;
+    for (int64_t n = 1; n < t->chunks / R; n *= 2) copies++;
+    for (int n = 1; n < R; n *= 2) copies++;
     for (int i = 0; i < s; i++) l0 += (int)t->balance[i];
     double n = 0;
     for (int l = l0; l < l0 + t->balance[s]; l++) {
         int64_t in = l ? t->layers[l - 1].units : t->inputs, out = t->layers[l].units;
         int64_t mine = cyclic_owned(out, t->block, T, 0);
-        n += 2.0 * (double)(in * mine + mine);
+        n += copies * (double)(in * mine + mine);
     }
     return n * (double)dtype_size(t->dtype);
 }
 
 /* Bytes the first (largest) PS shard holds: its rows of every parameter,
- * the optimizer's state for them, and one gradient per replica. */
-static double shard_bytes(const struct train_spec *t, int R, int P)
+ * the optimizer's state for them, and their gradient (the replicas' sum:
+ * one, whatever R). */
+static double shard_bytes(const struct train_spec *t, int P)
 {
     int states = t->opt == OPT_SGD ? 0 : t->opt == OPT_MOMENTUM ? 1 : 2;
     double n = 0;
@@ -164,7 +173,7 @@ static double shard_bytes(const struct train_spec *t, int R, int P)
         block_range(out, P, 0, &lo, &hi);
         n += (double)(hi - lo);
     }
-    return n * (1.0 + states + R) * (double)dtype_size(t->dtype);
+    return n * (2.0 + states) * (double)dtype_size(t->dtype);
 }
 
 static int check_memory(const struct train_spec *t, int R, int P, struct diags *d)
@@ -173,26 +182,26 @@ static int check_memory(const struct train_spec *t, int R, int P, struct diags *
     int errors = 0;
     if (cap <= 0) return 0;
     for (int s = 0; s < t->stages; s++) {
-        double need = stage_bytes(t, s, t->ranks_per_stage);
+        double need = stage_bytes(t, s, t->ranks_per_stage, R);
         if (need <= cap) continue;
         int64_t T = t->ranks_per_stage;
-        while (T < 1024 && stage_bytes(t, s, T) > cap) T++;
+        while (T < 1024 && stage_bytes(t, s, T, R) > cap) T++;
         char hint[96] = ": no stage size fits it";
-        if (stage_bytes(t, s, T) <= cap)
+        if (stage_bytes(t, s, T, R) <= cap)
             snprintf(hint, sizeof hint, ": it fits with pipeline.ranks_per_stage = %lld", (long long)T);
         diags_add(d, t->memory_file, t->memory_line,
-                  "pipeline stage %d needs %.1f MiB per rank for its parameters and gradients "
+                  "pipeline stage %d needs %.1f MiB per rank for its parameters and gradients (with the "
+                  "gradient tree's partial sums) "
                   "with pipeline.ranks_per_stage = %lld, over model.rank_memory_mb = %lld%s",
                   s, need / mib, (long long)t->ranks_per_stage, (long long)t->rank_memory_mb, hint);
         errors++;
     }
-    double need = shard_bytes(t, R, P);
+    double need = shard_bytes(t, P);
     if (need > cap) {
         diags_add(d, t->memory_file, t->memory_line,
-                  "each PS shard needs up to %.1f MiB (parameters, optimizer state and %d "
-                  "replica gradient%s) with ps.shards = %d, over model.rank_memory_mb = %lld: "
-                  "give more shards",
-                  need / mib, R, R == 1 ? "" : "s", P, (long long)t->rank_memory_mb);
+                  "each PS shard needs up to %.1f MiB (parameters, optimizer state and gradients) "
+                  "with ps.shards = %d, over model.rank_memory_mb = %lld: give more shards",
+                  need / mib, P, (long long)t->rank_memory_mb);
         errors++;
     }
     return errors;
