@@ -64,7 +64,7 @@ for R in 2 4; do
     same ref4.h5 dist.h5 && pass "replicas$R/bitwise" || fail "replicas$R/bitwise" "gradients differ" "R$R.err"
 done
 run ref-tiny "$CAIRN" grads g.cfg -o ref-tiny.h5 --set pipeline.chunks=4 --set data.batch=3
-for R in 1 4; do
+for R in 1 2 4; do
     rm -f dist.h5
     mpi "tiny-R$R" $((R + 2)) run g.cfg --run-dir "r-tiny-R$R" --set pipeline.chunks=4 --set data.batch=3 \
         --set replicas=$R

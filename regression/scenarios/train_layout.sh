@@ -35,6 +35,17 @@ for R in 1 2 4; do
         done
     done
 done
+# steps of 1843, 1843 and 1 rows (3687 training rows): the last one's
+# micro-batches 1-3 are empty, and so are replicas 1-3 of 4 in it
+for R in 1 2 4; do
+    mpi "tiny-R$R" $((R + 1)) run li.cfg "${li[@]}" --run-dir "tiny-R$R" --set replicas=$R --set data.batch=1843
+    expect_rc "tiny-R$R/exit" "tiny-R$R" 0
+done
+same_model empty-micro-batches/R2 tiny-R1/model.h5 tiny-R2/model.h5
+same_model empty-micro-batches/R4 tiny-R1/model.h5 tiny-R4/model.h5
+# 20 steps: 6 passes of 3687 rows, then 2 steps of 1843
+expect_eq empty-micro-batches/1-row-steps "$(metric tiny-R1/metrics.jsonl epoch samples | cut -d' ' -f1)" 25808
+
 # the shards' gradient memory does not grow with the replicas
 for R in 2 4; do
     expect_eq "R$R/shard-bytes" "$(metric R$R-S2-P2/metrics.jsonl epoch shard_bytes)" \

@@ -244,9 +244,9 @@ static void parse_ps(struct cfg *c, const config_setting_t *root, struct train_s
 /* The micro-batches' gradients are added over one tree whose top the
  * replicas share (pipeline.c, ps.c): so that the model is the same bits
  * for any number of replicas, a replica count is a power of two that
- * divides pipeline.chunks.  chunks defaults to the largest such count up
- * to the most replicas the job allows; a range keeps the counts that
- * qualify. */
+ * divides pipeline.chunks.  chunks defaults to the largest power of two
+ * up to the most replicas the job allows and data.batch; a range keeps
+ * the counts that qualify. */
 static bool replicas_fit(int64_t r, int64_t chunks) { return (r & (r - 1)) == 0 && chunks % r == 0; }
 
 static void check_replicas(struct cfg *c, const config_setting_t *root, struct train_spec *t)
@@ -254,9 +254,9 @@ static void check_replicas(struct cfg *c, const config_setting_t *root, struct t
     const config_setting_t *p = config_setting_get_member(root, "pipeline");
     const config_setting_t *r = config_setting_get_member(root, "replicas");
     bool given = p && config_setting_is_group(p) && config_setting_get_member(p, "chunks");
-    if (!given) {
+    if (!given) { /* no more micro-batches than samples */
         t->chunks = 1;
-        while (t->chunks * 2 <= t->replicas_max) t->chunks *= 2;
+        while (t->chunks * 2 <= t->replicas_max && t->chunks * 2 <= t->batch) t->chunks *= 2;
     }
     int64_t lo = t->replicas, hi = t->replicas_max;
     while (lo <= hi && !replicas_fit(lo, t->chunks)) lo++;
@@ -279,8 +279,9 @@ static void check_replicas(struct cfg *c, const config_setting_t *root, struct t
             "%s power of two that divides pipeline.chunks = %lld%s: the micro-batches' gradients are "
             "added over one fixed tree, so that the model is the same bits for any number of "
             "replicas; use %s%s",
-            what, (long long)t->chunks, given ? "" : " (its default: the largest power of two up to replicas)",
-            ok, given ? "" : ", or set pipeline.chunks");
+            what, (long long)t->chunks,
+            given ? "" : " (its default: the largest power of two up to replicas and data.batch)", ok,
+            given || (t->replicas_max & (t->replicas_max - 1)) ? "" : ", or set pipeline.chunks");
 }
 
 /* stop.accuracy / stop.loss need a model and a held-out split. */

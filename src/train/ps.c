@@ -325,12 +325,14 @@ int ps_push_finish(struct trainer *t)
         CAIRN_CHECK(pipe_grads_close(t, l)); /* no samples here this step: zeros */
         CAIRN_CHECK(ps_push_layer(t, l));
     }
-    for (long spins = 0; busy; spins++) {
+    for (long spins = 0, was = -1; busy; spins++) {
         busy = 0;
         for (int k = 2 * t->l0; k < 2 * t->l1; k++) {
             CAIRN_CHECK(advance(t, k));
-            busy += t->red[k].busy;
+            busy += t->red[k].busy + (t->red[k].busy ? t->red[k].n_from - t->red[k].next : 0);
         }
+        if (busy != was) spins = 0; /* progress: poll at once again */
+        was = busy;
         if (busy) coll_idle(spins);
     }
     for (int l = t->l0; l < t->l1; l++) t->pushed[l] = false;

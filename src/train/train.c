@@ -290,7 +290,7 @@ cleanup:
 static int check_tags(const struct trainer *t)
 {
     int *ub = NULL, flag = 0;
-    int64_t need = 2 * t->tp->spec->chunks + 1;
+    int64_t need = 2 * (t->tp->spec->chunks / t->tp->replicas) + 1; /* a replica's micro-batches */
     if (need < TAG_PS_END) need = TAG_PS_END;
     MPI_Comm_get_attr(t->rt->layout->world, MPI_TAG_UB, &ub, &flag);
     if (!flag || !ub || need <= *ub) return 0;
@@ -321,6 +321,9 @@ int trainer_create(struct runtime *rt, const struct train_plan *tp, const MPI_Co
     /* output paths are checked at the door, not after the first step */
     rc = rt->layout->rank == 0 && t->spec->debug_grads ? fsx_probe_create(t->spec->debug_grads) : 0;
     if (rc) cairn_err_wrap(rc, "debug.grads: ");
+    if (rc == 0 && (t->M % tp->replicas || (tp->replicas & (tp->replicas - 1))))
+        rc = cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__, "%d replicas cannot share %d micro-batches over the "
+                           "gradient tree", tp->replicas, t->M); /* config_train.c refuses it first */
     rc = coll_agree(rt->layout->world, rc ? rc : check_tags(t));
     if (rc == 0) rc = coll_agree(rt->layout->world, setup_role(t));
     if (rc == 0) rc = share_counts(t);

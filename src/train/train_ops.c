@@ -81,7 +81,7 @@ const struct op_def op_ps_init = {
 
 const struct op_def op_ps_step = {
     .name = "ps_step",
-    .summary = "sum the replicas' gradients in order, apply the optimizer, publish the parameters",
+    .summary = "apply the optimizer to the replicas' summed gradients, publish the parameters",
     .max_in = OP_MAX_ARITY,
     .max_out = OP_MAX_ARITY,
     .flags = OPF_COLLECTIVE | OPF_INTERNAL,
