@@ -93,7 +93,7 @@ static bool ask_peers(void *arg, const char *key, int first, int n, char *out, s
     struct strbuf b = {0};
     char some[96] = "";
     name_absent(&b, l, first, n, answers, key, &silent, &named);
-    if (all > n) snprintf(some, sizeof some, " (of the first %d of the %d ranks, the ones asked)", n, all);
+    if (all > n) snprintf(some, sizeof some, " (the first %d of %d, the ones asked)", n, all);
     if (asked > 0 && named == 0)
         snprintf(out, size, "the %d other rank%s it waits for%s %s in this work too, so none is late or lost: "
                  "the work itself is stuck or slower than the timeout",
@@ -110,9 +110,9 @@ static bool ask_peers(void *arg, const char *key, int first, int n, char *out, s
     return asked > 0;
 }
 
-/* Collective over the world, on the main lane: the work every rank must
- * reach (a barrier, an agreement), for the watchdog's message and its
- * roll call. */
+/* Before a collective over the world outside any op (a barrier, an
+ * agreement): the main lane waits in it for every rank, for the
+ * watchdog's message and its roll call. */
 void guard_all(struct runtime *rt, const char *what)
 {
     char at[64];
