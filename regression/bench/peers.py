@@ -20,9 +20,17 @@ the median and range over the rounds.
   3. scaling shape on all the cores: step time as the hidden width doubles
      against FLOP-proportional growth (both sides' best configurations),
      and as cairn's replicas double against the cores they can use.
+  4. replicas: samples/s of the 2-replica layouts on all the cores against
+     the BLAS-bound limit, and the peak resident memory of a PS shard
+     (GNU time's maximum RSS of the shard's process) with R = 1, 2, 4
+     replicas; each also for an older cairn binary given in BENCH_BEFORE
+     (for example one built from the commit before a change), in the same
+     rounds.
 
-Environment: BENCH_ROUNDS (default 3), BENCH_DIR, BENCH_CORES (default:
-all), BENCH_TARGET (held-out accuracy, default 0.91).
+Arguments: the sections to run (default: all), by name: throughput,
+accuracy, scaling, replicas.  Environment: BENCH_ROUNDS (default 3),
+BENCH_DIR, BENCH_CORES (default: all), BENCH_TARGET (held-out accuracy,
+default 0.91), BENCH_BEFORE.
 """
 import json
 import os
@@ -40,6 +48,7 @@ ROUNDS = int(os.environ.get("BENCH_ROUNDS", "3"))
 CORES = int(os.environ.get("BENCH_CORES", str(len(os.sched_getaffinity(0)))))
 TARGET = float(os.environ.get("BENCH_TARGET", "0.91"))
 DIR = os.environ.get("BENCH_DIR", os.path.join(ROOT, "build", "bench", "peers"))
+BEFORE = os.environ.get("BENCH_BEFORE")
 STEPS, EPOCHS, BATCH = 24, 3, 512
 
 # cairn's layouts: name, ranks, --set overrides of jobs/demo.cfg
@@ -94,8 +103,10 @@ def model_sets(widths):
 run_no = [0]
 
 
-def cairn(ranks, sets, n, steps=STEPS, epochs=EPOCHS, widths=None, stop=None, seed=7):
-    """Epoch records of one cairn run pinned to n cores, with accuracy."""
+def cairn(ranks, sets, n, steps=STEPS, epochs=EPOCHS, widths=None, stop=None, seed=7, binary=CAIRN,
+          peak=False):
+    """Epoch records of one cairn run pinned to n cores, with accuracy;
+    with peak, each rank's maximum RSS goes to RUN_DIR.rss.RANK (KiB)."""
     run_no[0] += 1
     rd = f"c{run_no[0]}"
     args = ["--set", "checkpoint.every=0", "--set", f"steps_per_epoch={steps}",
@@ -103,7 +114,10 @@ def cairn(ranks, sets, n, steps=STEPS, epochs=EPOCHS, widths=None, stop=None, se
             "--set", f"stop.accuracy={stop}" if stop else "stop.accuracy=1.0", "--set", f"seed={seed}"]
     for s in sets + (model_sets(widths) if widths else []):
         args += ["--set", s]
-    sh(pin(n) + ["mpirun", "-np", str(ranks), CAIRN, "run", JOB, "--run-dir", rd] + args, rd + ".log")
+    cmd = [binary, "run", JOB, "--run-dir", rd] + args
+    if peak: # time forks the rank, so the figure is the rank's own process
+        cmd = ["sh", "-c", f'exec /usr/bin/time -f %M -o {rd}.rss.$OMPI_COMM_WORLD_RANK "$@"', "sh"] + cmd
+    sh(pin(n) + ["mpirun", "-np", str(ranks)] + cmd, rd + ".log")
     rows = [json.loads(l) for l in open(os.path.join(rd, "metrics.jsonl"))]
     acc = {r["epoch"]: r["accuracy"] for r in rows if r["kind"] == "log" and "accuracy" in r}
     return [dict(r, accuracy=acc.get(r["epoch"], 0.0)) for r in rows if r["kind"] == "epoch"]
@@ -245,19 +259,60 @@ def scaling(n, best):
         print(f"   {r:<20}{min(r, n):15.2f}{t:10.4f}{t1 / t:10.2f}")
 
 
+def replicas(n):
+    """Section 4: the 2-replica layouts' samples/s, and a shard's peak
+    memory as the replicas double (1 shard, so its rank is the last)."""
+    sides = [("cairn", CAIRN)] + ([("before", BEFORE)] if BEFORE else [])
+    two = [(name, r, s) for name, r, s in LAYOUTS if "2 replicas" in name]
+    rates, runs = [], [("sgemm", lambda: rates.append(sgemm()))]
+    runs += [(f"{side}: {name}", partial(cairn, r, s, n, binary=b)) for side, b in sides for name, r, s in two]
+    res = rounds(runs, ROUNDS, lambda e: e and rate(e))
+    del res["sgemm"]
+    limit = n * statistics.median(rates) * 1e9 / flops([32, 1024, 1024, 1024, 8])
+    print(f"\n4. replicas on {n} cores (median of {ROUNDS} rounds, range): BLAS-bound limit {limit:.0f};"
+          f" before: {BEFORE or 'not given (BENCH_BEFORE)'}")
+    print(f"   {'configuration':44}{'samples/s':>22}{'/ limit':>9}")
+    for name, v in res.items():
+        print(f"   {name:44}{spread(v):>22}{statistics.median(v) / limit:9.2f}")
+    print(f"   peak RSS of the shard, MiB (min of {ROUNDS} runs), 1 shard; shard_bytes: its tensors")
+    print(f"   {'replicas':10}" + "".join(f"{side:>12}" for side, _ in sides) + f"{'shard_bytes':>14}")
+    for r in (1, 2, 4):
+        row, sb = [], ""
+        for side, b in sides:
+            peaks = []
+            for _ in range(ROUNDS):
+                cairn(r + 1, ONE + [f"replicas={r}", f"pipeline.chunks={r}", "ps.shards=1"], n, binary=b, peak=True)
+                rd = f"c{run_no[0]}"
+                peaks.append(int(open(f"{rd}.rss.{r}").read().split()[-1]) / 1024)
+                if side == "cairn":
+                    rows = [json.loads(l) for l in open(os.path.join(rd, "metrics.jsonl"))]
+                    sb = f"{max(x['shard_bytes'] for x in rows if x['kind'] == 'epoch') / 2**20:.1f} MiB"
+            row.append(min(peaks))
+        print(f"   {r:<10}" + "".join(f"{v:12.1f}" for v in row) + f"{sb:>14}")
+
+
 def main():
     shutil.rmtree(DIR, ignore_errors=True) # a run dir left from before would resume, not run
     os.makedirs(DIR)
     os.chdir(DIR)
     sh(["bash", os.path.join(ROOT, "jobs", "demo_data.sh"), "demo.h5", "2"], "data.log")
     demo = flops([32, 1024, 1024, 1024, 8])
+    sections = sys.argv[1:] or ["throughput", "accuracy", "scaling", "replicas"]
+    unknown = set(sections) - {"throughput", "accuracy", "scaling", "replicas"}
+    if unknown:
+        sys.exit(f"peers: no section {', '.join(sorted(unknown))}")
     print(f"machine: {machine()}")
     print(f"model: 32-1024-1024-1024-8, {demo / 1e6:.2f} MFLOP per sample; batch {BATCH}, Adam,"
           f" f32; {STEPS} steps x {EPOCHS} epochs per run")
-    best = {n: throughput(n, demo) for n in range(1, CORES + 1)}
-    for n in range(1, CORES + 1):
-        accuracy(n, best[n])
-    scaling(CORES, best[CORES])
+    if {"throughput", "accuracy", "scaling"} & set(sections):
+        best = {n: throughput(n, demo) for n in range(1, CORES + 1)}
+        if "accuracy" in sections:
+            for n in range(1, CORES + 1):
+                accuracy(n, best[n])
+        if "scaling" in sections:
+            scaling(CORES, best[CORES])
+    if "replicas" in sections:
+        replicas(CORES)
     return 0
 
 
