@@ -10,12 +10,26 @@
 int datagen_range(const char *file, const char *dataset, int64_t start, int64_t count);
 
 /* A learnable classification set: features [samples, features] f32 drawn
- * from N(0, 1), and labels [samples] i32, the argmax of a random teacher
- * network (features -> hidden tanh units -> classes) with weights drawn
- * from the seed.  Every value is keyed by (seed, row, column), so the file
- * is the same for any number of ranks.  Collective on comm: each rank
- * computes and writes its block of rows (parallel HDF5). */
-int datagen_synth(MPI_Comm comm, const char *file, int64_t samples, int64_t features,
-                  int64_t classes, int64_t hidden, int64_t seed);
+ * from N(0, 1), labels [samples] i32, and for each table a categorical
+ * column: ids [samples, k] i64, a bag of 1..k ids per sample (drawn
+ * uniformly; the rest of the row is -1) from Zipf's law with exponent zipf
+ * over 0..rows-1, id 0 the most frequent.  Each id has a latent vector of
+ * DATAGEN_LATENT N(0, 1) values; the label is the argmax of a random
+ * teacher network (hidden tanh units -> classes) given the features and
+ * the mean latent vector of each bag.  Every value is keyed by (seed, row,
+ * column), so the file is the same for any number of ranks.  Collective on
+ * comm: each rank computes and writes its block of rows (parallel HDF5). */
+enum { DATAGEN_MAX_TABLES = 8, DATAGEN_LATENT = 4, DATAGEN_MAX_BAG = 64 };
+struct datagen_table {
+    char name[64]; /* its dataset */
+    int64_t rows, k;
+};
+struct datagen_spec {
+    int64_t samples, features, classes, hidden, seed;
+    double zipf;
+    int n_tables;
+    struct datagen_table tables[DATAGEN_MAX_TABLES];
+};
+int datagen_synth(MPI_Comm comm, const char *file, const struct datagen_spec *g);
 
 #endif

@@ -37,4 +37,36 @@ static inline int64_t cyclic_owned(int64_t x, int64_t nb, int64_t parts, int64_t
     return x / cycle * nb + (rem < 0 ? 0 : rem > nb ? nb : rem);
 }
 
+/* Row spreading, for tables whose traffic is skewed toward some rows (an
+ * embedding's frequent ids, which are often the small ones): row i of n is
+ * kept at position (i a) mod n, a = spread_step(n), and positions are then
+ * split like any sharded blob (block_range).  a is the integer nearest
+ * n (sqrt 5 - 1) / 2 that is coprime with n, so the map is a permutation,
+ * and consecutive rows land as far apart as a golden-ratio sequence
+ * allows: any run of hot ids, and any ids that share a residue, fall into
+ * every block alike. */
+static inline int64_t spread_gcd(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t r = a % b;
+        a = b;
+        b = r;
+    }
+    return a;
+}
+
+static inline int64_t spread_step(int64_t n)
+{
+    if (n <= 2) return 1;
+    int64_t a0 = (int64_t)((double)n * 0.6180339887498949 + 0.5);
+    for (int64_t d = 0;; d++) { /* a coprime lies within a few steps */
+        if (a0 + d < n && spread_gcd(a0 + d, n) == 1) return a0 + d;
+        if (a0 - d > 0 && spread_gcd(a0 - d, n) == 1) return a0 - d;
+    }
+}
+static inline int64_t spread_pos(int64_t i, int64_t n, int64_t a)
+{
+    return (int64_t)((unsigned __int128)i * (unsigned __int128)a % (unsigned __int128)n);
+}
+
 #endif

@@ -1,11 +1,11 @@
 # The tree shows the architecture: each folder of src/ includes only the
 # public headers of its own layer and the layers before it (base, job,
-# ckpt, runtime, train, app), and a private header only from its folder
+# ckpt, runtime, embed, train, app), and a private header only from its folder
 # (the training extension may use the job layer's parser state).
 . "$(dirname "$0")/../lib.sh"
 enter
 cd "$CAIRN_ROOT" || exit 1
-layers="base job ckpt runtime train app"
+layers="base job ckpt runtime embed train app"
 # the layer of each public header
 declare -A of=(
     [arena]=base [checksum]=base [clock]=base [coll]=base [diag]=base [error]=base [fault]=base
@@ -16,6 +16,7 @@ declare -A of=(
     [ckpt_file]=ckpt [ckpt_index]=ckpt
     [ckpt]=runtime [exec]=runtime [layout]=runtime [reader]=runtime [runner]=runtime
     [runtime]=runtime [workspace]=runtime [guard]=runtime
+    [embed_ids]=embed
     [model]=train [nn]=train [scalapack]=train [train]=train [train_spec]=train [trainplan]=train
     [cli]=app [datagen]=app
 )

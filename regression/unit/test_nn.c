@@ -2,6 +2,7 @@
 #include "unit.h"
 
 #include "cairn/nn.h"
+#include "cairn/partition.h"
 #include "cairn/rng.h"
 
 #include <math.h>
@@ -125,12 +126,69 @@ static void rng_is_a_function_of_its_counters(void **state)
     assert_true(memcmp(perm, again, sizeof perm) != 0); /* another pass, another order */
 }
 
+/* Draws follow k^-s: the first ranks' frequencies within 3% of the law. */
+static void zipf_follows_the_law(void **state)
+{
+    (void)state;
+    const int64_t n = 1000, draws = 400000;
+    const double s[] = {0.6, 1.0, 1.1, 2.0};
+    for (size_t c = 0; c < sizeof s / sizeof *s; c++) {
+        struct rng_zipf z;
+        rng_zipf_init(&z, n, s[c]);
+        int64_t count[6] = {0};
+        for (int64_t i = 0; i < draws; i++) {
+            int64_t k = rng_zipf(&z, 3, 7, (uint64_t)i);
+            assert_true(k >= 1 && k <= n);
+            if (k <= 5) count[k]++;
+        }
+        double norm = 0;
+        for (int64_t k = 1; k <= n; k++) norm += pow((double)k, -s[c]);
+        for (int k = 1; k <= 5; k++) {
+            double want = draws * pow(k, -s[c]) / norm;
+            assert_true(fabs(count[k] - want) < 0.03 * want);
+        }
+        assert_true(rng_zipf(&z, 3, 7, 11) == rng_zipf(&z, 3, 7, 11));
+    }
+    struct rng_zipf one;
+    rng_zipf_init(&one, 1, 1.1);
+    assert_true(rng_zipf(&one, 1, 1, 1) == 1);
+}
+
+/* The spread is a permutation, and hot ids (the smallest) fall evenly into
+ * the blocks of any shard count. */
+static void spread_balances_hot_rows(void **state)
+{
+    (void)state;
+    for (int64_t n = 1; n <= 300; n++) {
+        int64_t a = spread_step(n);
+        char seen[300] = {0};
+        for (int64_t i = 0; i < n; i++) seen[spread_pos(i, n, a)]++;
+        for (int64_t i = 0; i < n; i++) assert_int_equal(seen[i], 1);
+    }
+    const int64_t n = 1000000, a = spread_step(n);
+    for (int P = 2; P <= 64; P *= 2) {
+        int64_t per[64] = {0}, lo, hi, hot = 20 * P;
+        for (int64_t i = 0; i < hot; i++) {
+            int64_t pos = spread_pos(i, n, a);
+            for (int p = 0; p < P; p++) {
+                block_range(n, P, p, &lo, &hi);
+                if (pos >= lo && pos < hi) per[p]++;
+            }
+        }
+        for (int p = 0; p < P; p++) assert_true(per[p] >= 18 && per[p] <= 22); /* mean 20 */
+    }
+    int64_t big = (INT64_C(1) << 40) + 15; /* no overflow on the product */
+    assert_true(spread_pos(big - 1, big, spread_step(big)) < big);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gradients_match_finite_differences),
         cmocka_unit_test(relu_keeps_nan),
         cmocka_unit_test(rng_is_a_function_of_its_counters),
+        cmocka_unit_test(zipf_follows_the_law),
+        cmocka_unit_test(spread_balances_hot_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,8 @@
 #include "cairn/ckpt_index.h"
 #include "cairn/config.h"
 #include "cairn/datagen.h"
+#include "cairn/embed_ids.h"
+#include "cairn/reader.h"
 #include "cairn/diag.h"
 #include "cairn/error.h"
 #include "cairn/fsx.h"
@@ -87,11 +89,20 @@ static const char usage_data[] =
     "usage: cairn data range --out FILE.h5 --count N [--start S] [--dataset NAME]\n"
     "       [mpirun -np N] cairn data synth --out FILE.h5 --samples N --features D\n"
     "                      --classes K [--hidden H] [--seed S]\n"
+    "                      [--table NAME:ROWS:K]... [--zipf S]\n"
+    "       cairn data balance FILE.h5 --ids NAME --rows R [--shards P,...] [--batch B]\n"
     "\n"
     "  range   an i64 dataset (default name \"values\") holding S, S+1, ..., S+N-1\n"
     "  synth   a learnable classification set: datasets features [N, D] (f32) and\n"
     "          labels [N] (i32), the classes a random teacher network (H tanh units,\n"
-    "          default 32) gives the features; the same file on any number of ranks\n";
+    "          default 32) gives the features; the same file on any number of ranks.\n"
+    "          Each --table adds ids NAME [N, K] (i64): bags of 1 to K ids of a table\n"
+    "          of ROWS rows (-1 pads), drawn from Zipf's law with exponent S (default\n"
+    "          1.1; id 0 the most frequent); the teacher also sees each id's latent\n"
+    "          vector, so the ids carry part of the label\n"
+    "  balance how evenly the distinct rows of ids NAME that each step of B samples\n"
+    "          (default 512) touches fall on P PS shards (default 2,4,8): cairn's\n"
+    "          spread placement against contiguous blocks of ids\n";
 
 static const char usage_ckpt[] =
     "usage: cairn ckpt ls DIR\n"
@@ -576,22 +587,64 @@ static int cmd_ckpt(int argc, char **argv)
 
 /* ---- data ------------------------------------------------------------------- */
 
+/* --table NAME:ROWS:K, checked against the others already given. */
+static int parse_table(const char *arg, struct datagen_spec *g)
+{
+    struct datagen_table *t = &g->tables[g->n_tables];
+    const char *rows = strchr(arg, ':'), *k = rows ? strchr(rows + 1, ':') : NULL;
+    char num[32];
+    long r, n;
+    if (g->n_tables == DATAGEN_MAX_TABLES) return usage_error(usage_data, "more than 8 tables ('--table %s')", arg);
+    if (!rows || !k || rows == arg || (size_t)(rows - arg) >= sizeof t->name || (size_t)(k - rows) > sizeof num)
+        goto bad;
+    snprintf(num, (size_t)(k - rows), "%s", rows + 1);
+    if (parse_int(num, 1, 1L << 40, &r) || parse_int(k + 1, 1, DATAGEN_MAX_BAG, &n)) goto bad;
+    snprintf(t->name, (size_t)(rows - arg) + 1, "%s", arg);
+    if (strcmp(t->name, "features") == 0 || strcmp(t->name, "labels") == 0)
+        return usage_error(usage_data, "table dataset '%s' would replace the features or labels", t->name);
+    for (int i = 0; i < g->n_tables; i++)
+        if (strcmp(g->tables[i].name, t->name) == 0)
+            return usage_error(usage_data, "table '%s' given twice", t->name);
+    t->rows = r;
+    t->k = n;
+    g->n_tables++;
+    return 0;
+bad:
+    return usage_error(usage_data,
+                       "'--table %s' needs NAME:ROWS:K (a name of at most 63 characters, ROWS from 1 to "
+                       "2^40, K ids per sample from 1 to 64)",
+                       arg);
+}
+
 static int data_synth(int argc, char **argv)
 {
     static const struct option longs[] = {
         {"out", required_argument, NULL, 'o'},     {"samples", required_argument, NULL, 'n'},
         {"features", required_argument, NULL, 'd'}, {"classes", required_argument, NULL, 'k'},
         {"hidden", required_argument, NULL, 'H'},   {"seed", required_argument, NULL, 's'},
+        {"table", required_argument, NULL, 't'},    {"zipf", required_argument, NULL, 'z'},
         {NULL, 0, NULL, 0},
     };
     const char *out = NULL;
     long n = -1, d = -1, k = -1, h = 32, seed = 0, *dst;
+    struct datagen_spec g = {.zipf = 1.1};
     int c;
     optind = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "o:", longs, NULL)) != -1) {
         if (c == 'o') {
             out = optarg;
+            continue;
+        }
+        if (c == 't') {
+            if (parse_table(optarg, &g)) return CAIRN_EXIT_INPUT;
+            continue;
+        }
+        if (c == 'z') {
+            char *end;
+            g.zipf = strtod(optarg, &end);
+            if (!*optarg || *end || !(g.zipf > 0 && g.zipf <= 10))
+                return usage_error(usage_data, "'--zipf %s' needs an exponent above 0, at most 10", optarg);
             continue;
         }
         dst = c == 'n' ? &n : c == 'd' ? &d : c == 'k' ? &k : c == 'H' ? &h : c == 's' ? &seed : NULL;
@@ -601,14 +654,79 @@ static int data_synth(int argc, char **argv)
     }
     if (!out || n < 1 || d < 1 || k < 2)
         return usage_error(usage_data, "%s", "synth needs --out, --samples, --features and --classes (>= 2)");
+    g.samples = n, g.features = d, g.classes = k, g.hidden = h, g.seed = seed;
     int me = 0, threads = 0;
     if (slurm_launch_check()) return CAIRN_EXIT_INPUT;
     mpi_init(&argc, &argv, &threads);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
-    int rc = datagen_synth(MPI_COMM_WORLD, out, n, d, k, h, seed);
+    int rc = datagen_synth(MPI_COMM_WORLD, out, &g);
     if (rc && me == 0) fprintf(stderr, "cairn: %s: %s\n", out, cairn_errmsg());
-    if (rc == 0 && me == 0) printf("%s: %ld samples, %ld features, %ld classes (seed %ld)\n", out, n, d, k, seed);
+    if (rc == 0 && me == 0) {
+        printf("%s: %ld samples, %ld features, %ld classes (seed %ld)", out, n, d, k, seed);
+        for (int i = 0; i < g.n_tables; i++)
+            printf("%s ids '%s' of %lld rows, up to %lld per sample", i ? ";" : ", Zipf", g.tables[i].name,
+                   (long long)g.tables[i].rows, (long long)g.tables[i].k);
+        printf("\n");
+    }
     MPI_Finalize();
+    return cairn_exit_code(rc);
+}
+
+static int data_balance(int argc, char **argv)
+{
+    static const struct option longs[] = {
+        {"ids", required_argument, NULL, 'i'},   {"rows", required_argument, NULL, 'r'},
+        {"shards", required_argument, NULL, 'p'}, {"batch", required_argument, NULL, 'b'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *ids = NULL, *shards = "2,4,8";
+    long rows = -1, batch = 512;
+    int c;
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+        if (c == 'i') ids = optarg;
+        else if (c == 'p') shards = optarg;
+        else if (c == 'r' || c == 'b') {
+            if (parse_int(optarg, 1, 1L << 40, c == 'r' ? &rows : &batch))
+                return usage_error(usage_data, "'%s' needs a positive integer", argv[optind - 2 >= 0 ? optind - 2 : 0]);
+        } else return usage_error(usage_data, "bad option '%s'", argv[optind - 1]);
+    }
+    if (optind != argc - 1 || !ids || rows < 1)
+        return usage_error(usage_data, "%s", "balance needs FILE.h5, --ids and --rows");
+    int P[16], n_p = 0;
+    for (const char *q = shards; *q; n_p++) {
+        char *end;
+        long v = strtol(q, &end, 10);
+        if (n_p == 16 || end == q || v < 1 || v > 65536 || (*end && *end != ','))
+            return usage_error(usage_data, "'--shards %s' needs up to 16 counts from 1 to 65536, comma-separated", shards);
+        P[n_p] = (int)v;
+        q = *end ? end + 1 : end;
+    }
+    const char *file = argv[optind];
+    struct reader_cache *rc_ = NULL;
+    struct tensor v = {0};
+    int64_t n, k;
+    int rc = reader_cache_create(&rc_);
+    if (rc == 0) rc = embed_ids_shape(rc_, file, ids, &n, &k);
+    if (rc == 0 && (uint64_t)n * (uint64_t)k > (UINT64_C(1) << 32))
+        rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "ids dataset '%s' in %s holds more than 2^32 ids", ids, file);
+    if (rc == 0) rc = embed_ids_read(rc_, file, ids, rows, 0, n, k, &v);
+    if (rc == 0)
+        printf("%s '%s': %lld samples of up to %lld ids, %ld rows, steps of %ld samples\n"
+               "%8s %18s %16s %26s\n", file, ids, (long long)n, (long long)k, rows, batch, "shards",
+               "rows per step", "per shard", "busiest / mean: spread, blocks");
+    for (int i = 0; rc == 0 && i < n_p; i++) {
+        struct embed_balance s, b;
+        rc = embed_balance(v.data, n, k, rows, P[i], batch, true, &s);
+        if (rc == 0) rc = embed_balance(v.data, n, k, rows, P[i], batch, false, &b);
+        if (rc == 0)
+            printf("%8d %18.1f %16.1f %10.2f (worst %.2f), %.2f (worst %.2f)\n", P[i], s.rows_per_step,
+                   s.rows_per_step / P[i], s.busiest_mean, s.busiest_worst, b.busiest_mean, b.busiest_worst);
+    }
+    if (rc) fprintf(stderr, "cairn: %s\n", cairn_errmsg());
+    tensor_free(&v);
+    reader_cache_destroy(&rc_);
     return cairn_exit_code(rc);
 }
 
@@ -624,6 +742,7 @@ static int cmd_data(int argc, char **argv)
         return argc < 2 ? CAIRN_EXIT_INPUT : CAIRN_EXIT_OK;
     }
     if (strcmp(argv[1], "synth") == 0) return data_synth(argc - 1, argv + 1);
+    if (strcmp(argv[1], "balance") == 0) return data_balance(argc - 1, argv + 1);
     if (strcmp(argv[1], "range") != 0)
         return usage_error(usage_data, "unknown data set kind '%s'", argv[1]);
     const char *out = NULL, *dataset = "values";

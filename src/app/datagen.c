@@ -10,6 +10,7 @@
 #include "cairn/rng.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -84,39 +85,71 @@ cleanup:
     return rc;
 }
 
-static int synth_rows(const struct teacher *t, uint64_t seed, int64_t lo, int64_t n, float *x,
-                      int32_t *y)
+/* Rows lo .. lo + n - 1: features x [n, d], each table's ids [n, k]
+ * (ids[t]), and the label the teacher gives the features followed by the
+ * mean latent vector of each table's bag. */
+static int synth_rows(const struct teacher *t, const struct datagen_spec *g, int64_t lo, int64_t n,
+                      float *x, int64_t **ids, int32_t *y)
 {
+    uint64_t seed = (uint64_t)g->seed;
+    int64_t d = g->features;
     double *hid = malloc((size_t)(t->h + 1) * sizeof *hid);
-    if (!hid) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    float *in = malloc((size_t)t->d * sizeof *in);
+    struct rng_zipf z[DATAGEN_MAX_TABLES];
+    if (!hid || !in) {
+        free(hid);
+        free(in);
+        return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    }
+    for (int c = 0; c < g->n_tables; c++) rng_zipf_init(&z[c], g->tables[c].rows, g->zipf);
     for (int64_t r = 0; r < n; r++) {
-        for (int64_t j = 0; j < t->d; j++)
-            x[r * t->d + j] = (float)rng_normal(seed, RNG_STREAM_SYNTH_X(lo + r), (uint64_t)j);
-        y[r] = teacher_label(t, x + r * t->d, hid);
+        for (int64_t j = 0; j < d; j++) {
+            x[r * d + j] = (float)rng_normal(seed, RNG_STREAM_SYNTH_X(lo + r), (uint64_t)j);
+            in[j] = x[r * d + j];
+        }
+        for (int c = 0; c < g->n_tables; c++) {
+            int64_t k = g->tables[c].k, *bag = ids[c] + r * k, row = lo + r;
+            int64_t len = 1 + (int64_t)(rng_u64(seed, RNG_STREAM_SYNTH_IDS(c), 2 * (uint64_t)row) % (uint64_t)k);
+            float *lat = in + d + c * DATAGEN_LATENT;
+            for (int j = 0; j < DATAGEN_LATENT; j++) lat[j] = 0;
+            for (int64_t i = 0; i < k; i++) {
+                bag[i] = i < len ? rng_zipf(&z[c], seed, RNG_STREAM_SYNTH_IDS(c), 2 * (uint64_t)(row * k + i) + 1) - 1 : -1;
+                for (int j = 0; i < len && j < DATAGEN_LATENT; j++)
+                    lat[j] += (float)(rng_normal(seed, RNG_STREAM_SYNTH_LATENT(c), (uint64_t)(bag[i] * DATAGEN_LATENT + j)) / (double)len);
+            }
+        }
+        y[r] = teacher_label(t, in, hid);
     }
     free(hid);
+    free(in);
     return 0;
 }
 
-int datagen_synth(MPI_Comm comm, const char *file, int64_t samples, int64_t features,
-                  int64_t classes, int64_t hidden, int64_t seed)
+int datagen_synth(MPI_Comm comm, const char *file, const struct datagen_spec *g)
 {
     int rc = 0, me = 0, size = 1;
     struct teacher t = {0};
     float *x = NULL;
     int32_t *y = NULL;
+    int64_t *ids[DATAGEN_MAX_TABLES] = {0}, samples = g->samples, features = g->features;
     hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID;
     int64_t lo, hi;
     bool deferring = false;
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &size);
     block_range(samples, size, me, &lo, &hi);
-    rc = teacher_make(&t, features, hidden, classes, (uint64_t)seed);
+    rc = teacher_make(&t, features + DATAGEN_LATENT * g->n_tables, g->hidden, g->classes, (uint64_t)g->seed);
+    bool got = rc == 0;
     if (rc == 0) {
         x = malloc((size_t)((hi - lo) * features + 1) * sizeof *x);
         y = malloc((size_t)(hi - lo + 1) * sizeof *y);
-        rc = x && y ? synth_rows(&t, (uint64_t)seed, lo, hi - lo, x, y)
-                    : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+        got = x && y;
+        for (int c = 0; c < g->n_tables; c++) {
+            ids[c] = malloc((size_t)((hi - lo) * g->tables[c].k + 1) * sizeof **ids);
+            got = got && ids[c];
+        }
+        rc = got ? synth_rows(&t, g, lo, hi - lo, x, ids, y)
+                 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
     }
     CAIRN_CHECK(coll_agree(comm, rc));
     h5_quiet();
@@ -133,6 +166,10 @@ int datagen_synth(MPI_Comm comm, const char *file, int64_t samples, int64_t feat
     struct shape fs = {2, {samples, features}}, ls = {1, {samples}};
     CAIRN_CHECK(write_rows(f, "features", DT_F32, &fs, lo, hi - lo, x));
     CAIRN_CHECK(write_rows(f, "labels", DT_I32, &ls, lo, hi - lo, y));
+    for (int c = 0; c < g->n_tables; c++) {
+        struct shape is = {2, {samples, g->tables[c].k}};
+        CAIRN_CHECK(write_rows(f, g->tables[c].name, DT_I64, &is, lo, hi - lo, ids[c]));
+    }
 cleanup:
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
     if (deferring) {
@@ -144,6 +181,7 @@ cleanup:
     if (fapl >= 0) H5Pclose(fapl);
     free(x);
     free(y);
+    for (int c = 0; c < g->n_tables; c++) free(ids[c]);
     free(t.w1);
     free(t.w2);
     return rc;

@@ -38,3 +38,42 @@ void rng_permutation(uint64_t seed, uint64_t pass, int64_t n, int64_t *perm)
         perm[j] = t;
     }
 }
+
+/* Rejection-inversion: H is an antiderivative of h(x) = x^-s, written with
+ * expm1 and log1p so that s near 1 loses no precision. */
+static double zh(const struct rng_zipf *z, double x) { return exp(-z->s * log(x)); }
+
+static double zH(const struct rng_zipf *z, double x)
+{
+    double lx = log(x), t = (1 - z->s) * lx;
+    return (fabs(t) > 1e-8 ? expm1(t) / t : 1 + t / 2) * lx;
+}
+
+static double zH_inv(const struct rng_zipf *z, double x)
+{
+    double t = x * (1 - z->s);
+    if (t < -1) t = -1;
+    return exp((fabs(t) > 1e-8 ? log1p(t) / t : 1 - t / 2) * x);
+}
+
+void rng_zipf_init(struct rng_zipf *z, int64_t n, double s)
+{
+    *z = (struct rng_zipf){.s = s, .n = (double)n};
+    z->h_x1 = zH(z, 1.5) - 1;
+    z->h_n = zH(z, z->n + 0.5);
+    z->cut = 2 - zH_inv(z, zH(z, 2.5) - zh(z, 2));
+}
+
+int64_t rng_zipf(const struct rng_zipf *z, uint64_t seed, uint64_t stream, uint64_t counter)
+{
+    double k = 1;
+    for (uint64_t a = 0; a < 64; a++) {
+        double u = z->h_n + rng_uniform(seed, stream, 64 * counter + a) * (z->h_x1 - z->h_n);
+        double x = zH_inv(z, u);
+        k = floor(x + 0.5);
+        if (k < 1) k = 1;
+        if (k > z->n) k = z->n;
+        if (k - x <= z->cut || u >= zH(z, k + 0.5) - zh(z, k)) break;
+    }
+    return (int64_t)k;
+}
