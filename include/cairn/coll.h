@@ -24,6 +24,12 @@ int coll_gather_double(MPI_Comm comm, double mine, double *vals);
  * running more ranks than cores), and a rank that busy-polls starves the
  * ones it waits for. */
 int coll_wait(int n, MPI_Request *reqs);
+/* coll_wait for receives, each of which must bring exactly bytes[i]
+ * bytes (post them with room for one more, so a longer message is an
+ * error too).  Errors: CAIRN_EMPI, CAIRN_ERUNTIME naming the sender. */
+int coll_wait_sized(int n, MPI_Request *reqs, const int *bytes);
+/* MPI_Probe that waits that way. */
+int coll_probe(MPI_Comm comm, int from, int tag, MPI_Status *st);
 /* That policy for loops that poll requests themselves: call after each
  * poll that found nothing; spins counts such polls since the last progress. */
 void coll_idle(long spins);
@@ -31,5 +37,21 @@ void coll_idle(long spins);
 int coll_barrier(MPI_Comm comm);
 int coll_allreduce(const void *send, void *recv, int count, MPI_Datatype type, MPI_Op op,
                    MPI_Comm comm);
+
+/* A sparse exchange, collective on comm: each rank sends n messages (to
+ * dest[i], bytes[i] bytes at buf[i], tag) and receives however many come
+ * to it with that tag, without anyone knowing beforehand who sends to
+ * whom (Hoefler's NBX: synchronous sends, then a non-blocking barrier once
+ * they are all matched, receiving until the barrier completes).  Each
+ * message is handed to on_recv(arg, source, data, bytes) as it arrives (the
+ * data is valid during the call).  No rank's work grows with the size of
+ * comm beyond the barrier's log.  A rank may start its next exchange while
+ * a slower one still receives this one's messages, so consecutive
+ * exchanges on one comm must alternate between two tags (two suffice: an
+ * exchange's barrier holds every rank until all have left the one before).  Errors: CAIRN_EMPI, CAIRN_ENOMEM, or the
+ * first nonzero on_recv result (the exchange still completes). */
+typedef int coll_recv_fn(void *arg, int source, void *data, int bytes);
+int coll_exchange(MPI_Comm comm, int tag, int n, const int *dest, void *const *buf,
+                  const int *bytes, coll_recv_fn *on_recv, void *arg);
 
 #endif

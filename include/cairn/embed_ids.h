@@ -26,6 +26,12 @@ int embed_ids_shape(struct reader_cache *c, const char *file, const char *datase
 int embed_ids_read(struct reader_cache *c, const char *file, const char *dataset, int64_t rows,
                    int64_t first, int64_t count, int64_t k, struct tensor *ids);
 
+/* The index of the first of n ids outside -1 .. rows-1, or -1 if none;
+ * and the error for such an id at a row (counted in the file) of the
+ * dataset, with code CAIRN_EINPUT or (found while running) CAIRN_ERUNTIME. */
+int64_t embed_ids_first_bad(const int64_t *v, int64_t n, int64_t rows);
+int embed_ids_bad(int code, const char *file, const char *dataset, int64_t row, int64_t id, int64_t rows);
+
 /* How evenly the distinct rows that steps of `batch` samples touch fall on
  * P shards: per step, the busiest shard's rows over the mean; averaged
  * over the steps and the worst step.  spread: rows placed by

@@ -11,6 +11,7 @@
 #ifndef CAIRN_PARTITION_H
 #define CAIRN_PARTITION_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 static inline void part_range(int64_t n, int64_t parts, int64_t i, int64_t *lo, int64_t *hi)
@@ -35,6 +36,25 @@ static inline int64_t cyclic_owned(int64_t x, int64_t nb, int64_t parts, int64_t
 {
     int64_t cycle = nb * parts, rem = x % cycle - i * nb;
     return x / cycle * nb + (rem < 0 ? 0 : rem > nb ? nb : rem);
+}
+
+/* The bisection tree of [lo, hi): node [lo, hi) is [lo, mid) + [mid, hi)
+ * with mid = lo + ceil((hi - lo) / 2), down to single items.  Sums taken
+ * over it (gradients over micro-batches) have one fixed order whichever
+ * owners computed which nodes. */
+static inline int64_t bisect_mid(int64_t lo, int64_t hi) { return lo + (hi - lo + 1) / 2; }
+
+/* Are [a, b) and [b, c) the halves of a node of the tree of [lo, hi)? */
+static inline bool bisect_halves(int64_t lo, int64_t hi, int64_t a, int64_t b, int64_t c)
+{
+    while (hi - lo > 1) {
+        int64_t m = bisect_mid(lo, hi);
+        if (lo == a && hi == c) return m == b;
+        if (c <= m) hi = m;
+        else if (a >= m) lo = m;
+        else return false;
+    }
+    return false;
 }
 
 /* Row spreading, for tables whose traffic is skewed toward some rows (an
@@ -67,6 +87,18 @@ static inline int64_t spread_step(int64_t n)
 static inline int64_t spread_pos(int64_t i, int64_t n, int64_t a)
 {
     return (int64_t)((unsigned __int128)i * (unsigned __int128)a % (unsigned __int128)n);
+}
+
+/* The row at position pos: pos a^-1 mod n (a from spread_step). */
+static inline int64_t spread_row(int64_t pos, int64_t n, int64_t a)
+{
+    int64_t r0 = n, r1 = a % n, t0 = 0, t1 = 1; /* extended Euclid: t1 a = r1 (mod n) */
+    while (r1 > 1) {
+        int64_t q = r0 / r1, r = r0 - q * r1, t = t0 - q * t1;
+        r0 = r1, r1 = r, t0 = t1, t1 = t;
+    }
+    int64_t inv = n == 1 ? 0 : (t1 % n + n) % n;
+    return (int64_t)((unsigned __int128)pos * (unsigned __int128)inv % (unsigned __int128)n);
 }
 
 #endif

@@ -15,6 +15,7 @@ double rng_normal(uint64_t seed, uint64_t stream, uint64_t counter);
 
 /* Streams used by cairn (documented in cairn-job(5)). */
 #define RNG_STREAM_PARAM(k) (UINT64_C(0x100000) + (uint64_t)(k))
+#define RNG_STREAM_TABLE(e) (UINT64_C(0x180000) + (uint64_t)(e))
 #define RNG_STREAM_SHUFFLE(pass) (UINT64_C(0x200000000) + (uint64_t)(pass))
 #define RNG_STREAM_SYNTH_X(row) (UINT64_C(0x1000000000000) + (uint64_t)(row))
 #define RNG_STREAM_SYNTH_TEACHER UINT64_C(0x300000)

@@ -19,6 +19,8 @@ enum {
     TRAIN_COMM_STAGE, /* the T ranks of this stage of this replica, rank = member */
     TRAIN_COMM_TRAIN, /* every trainer and PS shard, ranked as in the world */
     TRAIN_COMM_DL,    /* trainer 0 (rank 0) and the PS shards (1..P), for the download */
+    TRAIN_COMM_EMBED, /* each replica's reader (rank = replica) and the shards (R + shard),
+                       * with embedding tables */
     TRAIN_N_COMMS
 };
 
@@ -46,6 +48,7 @@ int train_op_ps_step(struct op_call *c);
 int train_op_step(struct op_call *c);
 int train_op_evaluate(struct op_call *c);
 int train_op_download(struct op_call *c);
+int train_op_embed_serve(struct op_call *c);
 int train_op_save_model(struct op_call *c);
 
 #endif

@@ -7,6 +7,7 @@
 
 #include "cairn/ext.h"
 #include "cairn/nn.h"
+#include "cairn/optim.h"
 #include "cairn/tensor.h"
 
 #include <stdbool.h>
@@ -19,7 +20,18 @@ extern const struct ext_def train_ext;
 
 enum recompute { RECOMPUTE_ALWAYS, RECOMPUTE_EXCEPT_LAST, RECOMPUTE_NEVER };
 enum schedule { SCHEDULE_GPIPE, SCHEDULE_1F1B };
-enum optimizer { OPT_SGD, OPT_MOMENTUM, OPT_ADAM };
+
+/* An embedding table on the PS shards (model.embeddings): rows of dim
+ * values, looked up by the ids in dataset ids, a sample's vectors added
+ * (or averaged: mean) into dim columns of the first layer's input. */
+enum { EMBED_MAX_TABLES = 32 };
+struct embed_spec {
+    const char *name, *ids;
+    int64_t rows, dim;
+    bool mean;
+    const char *file;
+    int line;
+};
 
 struct layer_spec {
     int64_t units;
@@ -34,7 +46,10 @@ struct train_spec {
     const char *stages_file, *shards_file;
     int stages_line, shards_line;
     /* model */
-    int64_t inputs;
+    int64_t inputs; /* dense features */
+    struct embed_spec *tables;
+    int n_tables;
+    int64_t width0; /* the first layer's inputs: dense features, then each table's dim */
     struct layer_spec *layers;
     int n_layers;
     enum loss loss;

@@ -16,7 +16,7 @@ declare -A of=(
     [ckpt_file]=ckpt [ckpt_index]=ckpt
     [ckpt]=runtime [exec]=runtime [layout]=runtime [reader]=runtime [runner]=runtime
     [runtime]=runtime [workspace]=runtime [guard]=runtime
-    [embed_ids]=embed
+    [embed_ids]=embed [optim]=embed [sparse_rows]=embed [embed_bag]=embed
     [model]=train [nn]=train [scalapack]=train [train]=train [train_spec]=train [trainplan]=train
     [cli]=app [datagen]=app
 )
@@ -52,5 +52,5 @@ for f in src/*/*.[ch]; do
 done
 [ $bad = 0 ] && pass layering/each-folder-uses-only-lower-layers
 # and the generic layers name no extension
-names=$(grep -lE 'train_spec|trainplan|struct trainer|train_ext' src/base/* src/job/* src/ckpt/* src/runtime/*)
+names=$(grep -lE 'train_spec|trainplan|struct trainer|train_ext|embed_|struct emb\b|sparse_rows' src/base/* src/job/* src/ckpt/* src/runtime/*)
 [ -z "$names" ] && pass core/names-no-extension || fail core/names-no-extension "$names"

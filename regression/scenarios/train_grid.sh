@@ -133,7 +133,7 @@ expect_rc memory/T1-run-refused cap-T1-run 2
 [ -e cap1/ckpt ] && fail memory/T1-nothing-written "cap1/ckpt exists" || pass memory/T1-nothing-written
 run cap-ps "$CAIRN" check wide.cfg --set ps.shards=1
 expect_rc memory/ps-refused cap-ps 2
-expect_grep memory/ps-message cap-ps.err "wide.cfg:3: each PS shard needs up to .* with ps.shards = 1, over model.rank_memory_mb = 3: give more shards"
+expect_grep memory/ps-message cap-ps.err "wide.cfg:3: each PS shard needs up to .* with ps.shards = 1, over model.rank_memory_mb = 3: it fits with ps.shards = [2-9]"
 
 # ---- print shows each stage's grid ----------------------------------------------------
 run print "$CAIRN" print li.cfg "${li[@]}" --set pipeline.ranks_per_stage=2 --set replicas=2

@@ -6,6 +6,8 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <time.h>
 
 MPI_Datatype coll_type(enum dtype t)
@@ -35,6 +37,41 @@ int coll_wait(int n, MPI_Request *reqs)
         int rc = MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
         if (rc != MPI_SUCCESS) return cairn_err_mpi(rc, __FILE__, __LINE__, "MPI_Testall");
         if (done) return 0;
+        coll_idle(spins);
+    }
+}
+
+int coll_wait_sized(int n, MPI_Request *reqs, const int *bytes)
+{
+    MPI_Status *st = malloc((size_t)(n + 1) * sizeof *st);
+    if (!st) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    int done = 0, rc = 0;
+    for (long spins = 0; !done; spins++) {
+        int e = MPI_Testall(n, reqs, &done, st);
+        if (e != MPI_SUCCESS) {
+            free(st);
+            return cairn_err_mpi(e, __FILE__, __LINE__, "MPI_Testall");
+        }
+        if (!done) coll_idle(spins);
+    }
+    for (int i = 0; i < n && rc == 0; i++) {
+        int got = 0;
+        MPI_Get_count(&st[i], MPI_BYTE, &got);
+        if (got != bytes[i])
+            rc = cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__,
+                               "rank %d sent a message of %d bytes where %d were expected",
+                               st[i].MPI_SOURCE, got, bytes[i]);
+    }
+    free(st);
+    return rc;
+}
+
+int coll_probe(MPI_Comm comm, int from, int tag, MPI_Status *st)
+{
+    for (long spins = 0;; spins++) {
+        int flag = 0, rc = MPI_Iprobe(from, tag, comm, &flag, st);
+        if (rc != MPI_SUCCESS) return cairn_err_mpi(rc, __FILE__, __LINE__, "MPI_Iprobe");
+        if (flag) return 0;
         coll_idle(spins);
     }
 }
@@ -89,4 +126,56 @@ int coll_gather_double(MPI_Comm comm, double mine, double *vals)
     CAIRN_CHECK_MPI(MPI_Gather(&mine, 1, MPI_DOUBLE, vals, 1, MPI_DOUBLE, 0, comm));
 cleanup:
     return rc;
+}
+
+/* Receive every message waiting with tag; the first failure is kept. */
+static int drain(MPI_Comm comm, int tag, coll_recv_fn *on_recv, void *arg, char **buf, int *cap,
+                 int *first_rc, bool *got)
+{
+    for (;;) {
+        int flag = 0, bytes = 0;
+        MPI_Status st;
+        int rc = MPI_Iprobe(MPI_ANY_SOURCE, tag, comm, &flag, &st);
+        if (rc != MPI_SUCCESS) return cairn_err_mpi(rc, __FILE__, __LINE__, "MPI_Iprobe");
+        if (!flag) return 0;
+        *got = true;
+        MPI_Get_count(&st, MPI_BYTE, &bytes);
+        if (bytes + 1 > *cap) {
+            char *b = realloc(*buf, (size_t)bytes + 1);
+            if (!b) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+            *buf = b;
+            *cap = bytes + 1;
+        }
+        rc = MPI_Recv(*buf, bytes, MPI_BYTE, st.MPI_SOURCE, tag, comm, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) return cairn_err_mpi(rc, __FILE__, __LINE__, "MPI_Recv");
+        int r = on_recv(arg, st.MPI_SOURCE, *buf, bytes);
+        if (r && !*first_rc) *first_rc = r;
+    }
+}
+
+int coll_exchange(MPI_Comm comm, int tag, int n, const int *dest, void *const *buf,
+                  const int *bytes, coll_recv_fn *on_recv, void *arg)
+{
+    int rc = 0, first_rc = 0, cap = 0, sent = 0, done = 0;
+    char *rbuf = NULL;
+    MPI_Request *req = malloc((size_t)(n + 1) * sizeof *req), barrier = MPI_REQUEST_NULL;
+    if (!req) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    for (int i = 0; i < n; i++)
+        CAIRN_CHECK_MPI(MPI_Issend(buf[i], bytes[i], MPI_BYTE, dest[i], tag, comm, &req[i]));
+    for (long spins = 0; !done; spins++) {
+        bool got = false;
+        CAIRN_CHECK(drain(comm, tag, on_recv, arg, &rbuf, &cap, &first_rc, &got));
+        if (barrier == MPI_REQUEST_NULL) {
+            CAIRN_CHECK_MPI(MPI_Testall(n, req, &sent, MPI_STATUSES_IGNORE));
+            if (sent) CAIRN_CHECK_MPI(MPI_Ibarrier(comm, &barrier)); /* mine are all matched */
+        } else {
+            CAIRN_CHECK_MPI(MPI_Test(&barrier, &done, MPI_STATUS_IGNORE));
+        }
+        if (got) spins = 0;
+        else if (!done) coll_idle(spins);
+    }
+cleanup:
+    free(req);
+    free(rbuf);
+    return rc ? rc : first_rc;
 }

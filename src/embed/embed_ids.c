@@ -5,6 +5,7 @@
 #include "cairn/error.h"
 #include "cairn/partition.h"
 #include "cairn/reader.h"
+#include "cairn/sparse_rows.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -37,20 +38,23 @@ int embed_ids_read(struct reader_cache *c, const char *file, const char *dataset
     if (rc) return rc;
     ids->shape = (struct shape){.ndim = 2, .d = {count, k}}; /* [N] is [N, 1] */
     const int64_t *v = ids->data;
-    for (int64_t i = 0; i < count * k; i++)
-        if (v[i] < -1 || v[i] >= rows)
-            return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
-                                 "ids dataset '%s' in %s: row %lld holds id %lld; the table has "
-                                 "rows 0 to %lld (and -1 means no id)",
-                                 dataset, file, (long long)(first + i / k), (long long)v[i],
-                                 (long long)rows - 1);
-    return 0;
+    int64_t i = embed_ids_first_bad(v, count * k, rows);
+    return i < 0 ? 0 : embed_ids_bad(CAIRN_EINPUT, file, dataset, first + i / k, v[i], rows);
 }
 
-static int cmp_i64(const void *a, const void *b)
+int64_t embed_ids_first_bad(const int64_t *v, int64_t n, int64_t rows)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
+    for (int64_t i = 0; i < n; i++)
+        if (v[i] < -1 || v[i] >= rows) return i;
+    return -1;
+}
+
+int embed_ids_bad(int code, const char *file, const char *dataset, int64_t row, int64_t id, int64_t rows)
+{
+    return cairn_err_set(code, __FILE__, __LINE__,
+                         "ids dataset '%s' in %s: row %lld holds id %lld; the table has rows 0 to "
+                         "%lld (and -1 means no id)",
+                         dataset, file, (long long)row, (long long)id, (long long)rows - 1);
 }
 
 int embed_balance(const int64_t *ids, int64_t n, int64_t k, int64_t rows, int P, int64_t batch,
@@ -67,7 +71,7 @@ int embed_balance(const int64_t *ids, int64_t n, int64_t k, int64_t rows, int P,
     for (int64_t lo = 0; lo < n; lo += batch) {
         int64_t m = (n - lo < batch ? n - lo : batch) * k, d = 0, busiest = 0;
         memcpy(v, ids + lo * k, (size_t)m * sizeof *v);
-        qsort(v, (size_t)m, sizeof *v, cmp_i64);
+        qsort(v, (size_t)m, sizeof *v, pos_cmp);
         memset(per, 0, (size_t)P * sizeof *per);
         for (int64_t i = 0; i < m; i++) {
             if (v[i] < 0 || (i > 0 && v[i] == v[i - 1])) continue;

@@ -55,7 +55,7 @@ static void parse_layers(struct cfg *c, const config_setting_t *m, struct train_
         cfg_keys(c, l, "a layer", keys);
         t->layers[i].units = cfg_int(c, l, "units", true, 1, 1, 1 << 24);
         t->layers[i].act = (enum act)cfg_choice(c, l, "activation", act_names, ACT_IDENTITY, "activation");
-        int64_t in = i ? t->layers[i - 1].units : t->inputs, w = in * t->layers[i].units;
+        int64_t in = i ? t->layers[i - 1].units : t->width0, w = in * t->layers[i].units;
         if (w > INT_MAX)
             cfg_err(c, l, "layer %d's weights have %lld x %lld = %lld elements, more than the "
                           "%d that one MPI call carries (cairn moves a parameter with one call); "
@@ -68,7 +68,7 @@ static void parse_layers(struct cfg *c, const config_setting_t *m, struct train_
  * evaluation batch: rows x width elements, an int in MPI. */
 static void check_messages(struct cfg *c, const config_setting_t *root, const struct train_spec *t)
 {
-    int64_t width = t->inputs, per = (t->batch + t->chunks - 1) / t->chunks;
+    int64_t width = t->width0, per = (t->batch + t->chunks - 1) / t->chunks;
     for (int l = 0; l < t->n_layers; l++)
         if (t->layers[l].units > width) width = t->layers[l].units;
     const config_setting_t *d = config_setting_get_member(root, "data");
@@ -86,13 +86,76 @@ static void check_messages(struct cfg *c, const config_setting_t *root, const st
                 (long long)(INT_MAX / width));
 }
 
+static bool name_ok(const char *s)
+{
+    if (!*s || strlen(s) > 32) return false;
+    for (; *s; s++)
+        if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')))
+            return false;
+    return true;
+}
+
+static void parse_table(struct cfg *c, const config_setting_t *e, struct train_spec *t, int i)
+{
+    static const char *const keys[] = {"name", "rows", "dim", "ids", "combine", NULL};
+    static const char *const combines[] = {"sum", "mean", NULL};
+    struct embed_spec *x = &t->tables[i];
+    cfg_keys(c, e, "an embedding table", keys);
+    cfg_locate(c, e, &x->file, &x->line);
+    x->name = cfg_str(c, e, "name", true, "");
+    x->ids = cfg_str(c, e, "ids", true, "");
+    x->rows = cfg_int(c, e, "rows", true, 1, 1, INT64_C(1) << 40);
+    x->dim = cfg_int(c, e, "dim", true, 1, 1, 4096);
+    x->mean = cfg_choice(c, e, "combine", combines, 0, "combine") == 1;
+    if (x->name && !name_ok(x->name))
+        cfg_err(c, config_setting_get_member(e, "name"),
+                "table name \"%s\" must be 1 to 32 letters, digits or '_'", x->name);
+    if (x->ids && !*x->ids) cfg_err(c, config_setting_get_member(e, "ids"), "'ids' names no dataset");
+    for (int j = 0; j < i && x->name; j++)
+        if (t->tables[j].name && strcmp(t->tables[j].name, x->name) == 0)
+            cfg_err(c, e, "table '%s' is declared twice (first at line %d)", x->name, t->tables[j].line);
+    /* the download moves a table with one MPI call (download.c) */
+    if (x->rows * x->dim > INT_MAX)
+        cfg_err(c, e, "table '%s' has %lld x %lld = %lld values, more than the %d that cairn moves "
+                      "in one MPI call when it gathers the model",
+                x->name ? x->name : "?", (long long)x->rows, (long long)x->dim,
+                (long long)(x->rows * x->dim), INT_MAX);
+    t->width0 += x->dim;
+}
+
+/* model.embeddings: ( { name = ...; rows = R; dim = D; ids = "dataset"; combine = "sum"; }, ... ) */
+static void parse_tables(struct cfg *c, const config_setting_t *m, struct train_spec *t)
+{
+    const config_setting_t *es = config_setting_get_member(m, "embeddings");
+    t->width0 = t->inputs;
+    if (!es) return;
+    if (config_setting_type(es) != CONFIG_TYPE_LIST || config_setting_length(es) < 1 ||
+        config_setting_length(es) > EMBED_MAX_TABLES) {
+        cfg_err(c, es, "'embeddings' must be a list of 1 to %d { name = ...; rows = R; dim = D; ids = "
+                       "\"dataset\"; }", (int)EMBED_MAX_TABLES);
+        return;
+    }
+    t->n_tables = config_setting_length(es);
+    t->tables = arena_alloc(c->a, (size_t)t->n_tables * sizeof *t->tables);
+    for (int i = 0; i < t->n_tables; i++) {
+        const config_setting_t *e = config_setting_get_elem(es, (unsigned)i);
+        if (config_setting_type(e) != CONFIG_TYPE_GROUP)
+            cfg_err(c, e, "an embedding table must be { name = ...; rows = R; dim = D; ids = \"dataset\"; }");
+        else
+            parse_table(c, e, t, i);
+    }
+    if (t->width0 > 1 << 24)
+        cfg_err(c, es, "the first layer would take %lld inputs; cairn takes up to %d", (long long)t->width0, 1 << 24);
+}
+
 static void parse_model(struct cfg *c, const config_setting_t *m, struct train_spec *t)
 {
-    static const char *const keys[] = {"inputs", "layers", "loss", "dtype", "rank_memory_mb", NULL};
+    static const char *const keys[] = {"inputs", "embeddings", "layers", "loss", "dtype", "rank_memory_mb", NULL};
     static const char *const dtypes[] = {"f32", "f64", NULL};
     cfg_keys(c, m, "model", keys);
     cfg_locate(c, m, &t->file, &t->line);
     t->inputs = cfg_int(c, m, "inputs", true, 1, 1, 1 << 24);
+    parse_tables(c, m, t);
     parse_layers(c, m, t);
     t->loss = (enum loss)cfg_choice(c, m, "loss", loss_names, LOSS_SOFTMAX_CE, "model.loss");
     t->dtype = cfg_choice(c, m, "dtype", dtypes, 0, "model.dtype") == 1 ? DT_F64 : DT_F32;
@@ -220,7 +283,7 @@ static void parse_ps(struct cfg *c, const config_setting_t *root, struct train_s
 {
     static const char *const keys[] = {"shards",   "optimizer", "lr",  "weight_decay",
                                        "momentum", "beta1",     "beta2", "eps", NULL};
-    static const char *const opts[] = {"sgd", "momentum", "adam", NULL};
+    static const char *const opts[] = {"sgd", "momentum", "adam", "adagrad", NULL}; /* enum optimizer */
     const config_setting_t *p = cfg_section(c, root, "ps", "{ shards = N; optimizer = ...; }");
     t->shards = t->shards_max = 1;
     t->opt = OPT_SGD;

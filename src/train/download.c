@@ -21,6 +21,7 @@
 #include "cairn/h5util.h"
 #include "cairn/layout.h"
 #include "cairn/op.h"
+#include "cairn/partition.h"
 #include "cairn/plan.h"
 #include "cairn/runlog.h"
 #include "cairn/runtime.h"
@@ -138,13 +139,14 @@ cleanup:
 int train_op_download(struct op_call *c)
 {
     struct trainer *t = c->state;
-    int rc = 0, K = 2 * t->tp->n_layers;
+    int rc = 0, K = 2 * t->tp->n_layers + t->spec->n_tables; /* the tables, in position order */
     bool ps = t->role == ROLE_PS, root = c->ctx->rt->layout->rank == 0;
     double t0 = 0, bytes = 0, gatherv = 0;
     int *counts = NULL, *displs = NULL;
     for (int k = 0; !ps && k < K; k++) { /* the results, in memory before the clock starts */
         struct tensor *out = &c->out[k]->t;
-        struct shape s = {.ndim = k % 2 ? 1 : 2, .d = {root ? param_rows(t, k) : 0, param_cols(t, k)}};
+        bool vec = k % 2 && k < 2 * t->tp->n_layers;
+        struct shape s = {.ndim = vec ? 1 : 2, .d = {root ? param_rows(t, k) : 0, param_cols(t, k)}};
         CAIRN_CHECK(tensor_resize(out, t->dt, &s));
         if (tensor_bytes(out)) memset(out->data, 0, tensor_bytes(out)); /* empty off trainer 0 */
     }
@@ -184,6 +186,39 @@ cleanup:
 
 /* ---- model.h5 ------------------------------------------------------------------ */
 
+/* /embeddings/<name>/table [rows, dim]: row i is the id i's vector (the
+ * download holds them in spread order), with the ids dataset and the
+ * combine rule as attributes.  Written in id order a block at a time, so
+ * the download is the one whole copy of the table trainer 0 holds. */
+enum { TABLE_BLOCK_ROWS = 1 << 16 };
+static int write_table(struct trainer *t, hid_t parent, int e, const struct tensor *v)
+{
+    const struct embed_spec *x = &t->spec->tables[e];
+    int rc = 0;
+    size_t row = (size_t)x->dim * t->esz;
+    int64_t a = spread_step(x->rows), n = x->rows < TABLE_BLOCK_ROWS ? x->rows : TABLE_BLOCK_ROWS;
+    char *buf = malloc((size_t)n * row + 1);
+    hid_t d = H5I_INVALID_HID, g = h5_create_group(parent, x->name);
+    CAIRN_CHECK_H5(g);
+    CAIRN_CHECK_ALLOC(buf);
+    struct shape s = {.ndim = 2, .d = {x->rows, x->dim}};
+    d = h5_create_dataset(g, "table", t->dt, &s, H5P_DEFAULT);
+    CAIRN_CHECK_H5(d);
+    for (int64_t lo = 0; lo < x->rows; lo += n) {
+        int64_t m = x->rows - lo < n ? x->rows - lo : n;
+        for (int64_t i = 0; i < m; i++)
+            memcpy(buf + (size_t)i * row, (const char *)v->data + (size_t)spread_pos(lo + i, x->rows, a) * row, row);
+        CAIRN_CHECK(h5_write_rows(d, t->dt, lo, m, buf, H5P_DEFAULT));
+    }
+    CAIRN_CHECK(h5_attr_put_str(g, "ids", x->ids));
+    CAIRN_CHECK(h5_attr_put_str(g, "combine", x->mean ? "mean" : "sum"));
+cleanup:
+    free(buf);
+    if (d >= 0 && H5Dclose(d) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Dclose");
+    if (g >= 0 && H5Gclose(g) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Gclose");
+    return rc;
+}
+
 static int write_model(struct trainer *t, struct op_call *c, const char *path)
 {
     int rc = 0;
@@ -198,6 +233,13 @@ static int write_model(struct trainer *t, struct op_call *c, const char *path)
     CAIRN_CHECK(h5_attr_put_i64(f, "inputs", sp->inputs));
     CAIRN_CHECK(h5_attr_put_i64(f, "layers", sp->n_layers));
     CAIRN_CHECK(h5_attr_put_i64(f, "epochs", c->ctx->rt->epoch));
+    if (sp->n_tables) {
+        hid_t emb = h5_create_group(f, "embeddings");
+        CAIRN_CHECK_H5(emb);
+        for (int e = 0; e < sp->n_tables && rc == 0; e++) rc = write_table(t, emb, e, &c->in[2 * sp->n_layers + e]->t);
+        if (H5Gclose(emb) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Gclose");
+        if (rc) goto cleanup;
+    }
     layers = h5_create_group(f, "layers");
     CAIRN_CHECK_H5(layers);
     for (int l = 0; l < sp->n_layers; l++) {

@@ -19,18 +19,39 @@
 int64_t model_param_rows(const struct train_spec *t, int k)
 {
     int l = k / 2;
-    return k % 2 ? t->layers[l].units : (l ? t->layers[l - 1].units : t->inputs);
+    if (k >= 2 * t->n_layers) return t->tables[k - 2 * t->n_layers].rows;
+    return k % 2 ? t->layers[l].units : (l ? t->layers[l - 1].units : t->width0);
 }
 
 int64_t model_param_cols(const struct train_spec *t, int k)
 {
+    if (k >= 2 * t->n_layers) return t->tables[k - 2 * t->n_layers].dim;
     return k % 2 ? 1 : t->layers[k / 2].units;
+}
+
+/* A table's rows at positions lo ..: row i's values are uniform in
+ * +-1/sqrt(dim), keyed by (seed, table, i, column), whatever the shards. */
+static void init_table(const struct train_spec *t, uint64_t seed, int e, int64_t lo, struct tensor *v)
+{
+    int64_t rows = t->tables[e].rows, dim = t->tables[e].dim, a = spread_step(rows);
+    double limit = 1 / sqrt((double)dim);
+    for (int64_t r = 0, n = v->shape.d[0]; r < n; r++) {
+        int64_t id = spread_row(lo + r, rows, a);
+        for (int64_t j = 0; j < dim; j++) {
+            double u = rng_uniform(seed, RNG_STREAM_TABLE(e), (uint64_t)(id * dim + j));
+            tensor_set(v, r * dim + j, (2 * u - 1) * limit);
+        }
+    }
 }
 
 void model_init_param(const struct train_spec *t, uint64_t seed, int k, int64_t lo,
                       struct tensor *v)
 {
     tensor_fill(v, 0);
+    if (k >= 2 * t->n_layers) {
+        init_table(t, seed, k - 2 * t->n_layers, lo, v);
+        return;
+    }
     if (k % 2) return;
     int64_t cols = model_param_cols(t, k);
     double limit = sqrt(6.0 / (double)(model_param_rows(t, k) + cols));
@@ -135,7 +156,7 @@ static int ref_tree(struct ref *r, const struct tensor *x, const struct tensor *
         for (int l = 0; l < L; l++) tensor_fill(&dW[l], 0), tensor_fill(&db[l], 0);
         return 0;
     }
-    int64_t mid = lo + (hi - lo + 1) / 2;
+    int64_t mid = bisect_mid(lo, hi); /* the pipeline's tree */
     struct tensor *tW = tmp, *tb = tmp + L;
     for (int l = 0; l < L; l++) {
         CAIRN_CHECK(tensor_resize(&tW[l], dW[l].dtype, &dW[l].shape));
@@ -196,6 +217,10 @@ int model_reference_grads(const struct train_spec *t, uint64_t seed, const char 
     int64_t *idx = NULL;
     struct tensor *tmp = NULL;
     int depth = 1; /* sets of partial sums the tree needs */
+    if (t->n_tables)
+        return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
+                             "%s:%d: cairn grads does not cover embedding tables yet (model.embeddings)",
+                             t->file, t->line);
     r.W = calloc((size_t)L, sizeof *r.W);
     r.b = calloc((size_t)L, sizeof *r.b);
     r.dW = calloc((size_t)L, sizeof *r.dW);

@@ -229,28 +229,13 @@ static int layer_backward_params(struct trainer *t, int j, int64_t n, const void
 /* ---- the gradient tree ------------------------------------------------------------
  * A step's gradient of a parameter is the sum of its micro-batches'
  * gradients over the bisection tree of [0, M): node [lo, hi) is [lo, mid)
- * + [mid, hi) with mid = lo + ceil((hi - lo) / 2).  Replica r's
+ * + [mid, hi) with mid = lo + ceil((hi - lo) / 2) (partition.h).  Replica r's
  * micro-batches [mb_lo, mb_hi) are one node of it (R is a power of two
  * that divides M), which it sums here as the backwards end, in
  * micro-batch order (a stack: two nodes that are halves of one are added
  * at once); ps.c adds the replicas' sums over the tree's top.  Every
  * addition is one IEEE add of two fixed operands, so the step's gradient
  * is the same bits whatever R.  Skipped (empty) micro-batches are zeros. */
-
-static int64_t mid_of(int64_t lo, int64_t hi) { return lo + (hi - lo + 1) / 2; }
-
-/* Are [a, b) and [b, c) the halves of a node of the tree of [lo, hi)? */
-static bool halves(int64_t lo, int64_t hi, int64_t a, int64_t b, int64_t c)
-{
-    while (hi - lo > 1) {
-        int64_t m = mid_of(lo, hi);
-        if (lo == a && hi == c) return m == b;
-        if (c <= m) hi = m;
-        else if (a >= m) lo = m;
-        else return false;
-    }
-    return false;
-}
 
 static struct tensor *node_w(struct trainer *t, int j, int k)
 {
@@ -271,7 +256,7 @@ static int tree_fold(struct trainer *t, int j)
 {
     int rc = 0;
     struct gsum *g = &t->bufs->gs[j];
-    while (g->n >= 2 && halves(t->mb_lo, t->mb_hi, g->lo[g->n - 2], g->hi[g->n - 2], g->hi[g->n - 1])) {
+    while (g->n >= 2 && bisect_halves(t->mb_lo, t->mb_hi, g->lo[g->n - 2], g->hi[g->n - 2], g->hi[g->n - 1])) {
         int k = g->n - 1;
         CAIRN_CHECK(tensor_add(node_w(t, j, k - 1), node_w(t, j, k - 1), node_w(t, j, k)));
         CAIRN_CHECK(tensor_add(node_b(t, j, k - 1), node_b(t, j, k - 1), node_b(t, j, k)));
@@ -464,7 +449,7 @@ static int do_backward(struct trainer *t, struct batch *bt, int i, bool last_of_
         const struct tensor *y = j == L - 1 ? local(t, &b->out, &b->lout) : inner(t, i, j + 1, kept);
         struct tensor *dx = NULL;
         if (j > 0) dx = &p->g[j % 2];
-        else if (!t->first) dx = local(t, &b->gout, &b->lgout);
+        else if (!t->first || t->spec->n_tables) dx = local(t, &b->gout, &b->lgout); /* tables: their rows' */
         if (dx) CAIRN_CHECK(shape2(dx, t->dt, n, grid_cols(t, dim(t, j))));
         struct tensor *gw, *gb;
         CAIRN_CHECK(tree_leaf(t, j, t->mb_lo + i, &gw, &gb));
@@ -479,12 +464,12 @@ static int do_backward(struct trainer *t, struct batch *bt, int i, bool last_of_
         if (dx) CAIRN_CHECK(layer_backward_input(t, j, n, g->data, dx->data));
         g = dx;
     }
-    if (!t->first) {
-        CAIRN_CHECK(gather(t, n, dim(t, 0), &b->lgout, &b->gout));
-        if (talks(t))
-            CAIRN_CHECK_MPI(MPI_Isend(b->gout.data, (int)tensor_numel(&b->gout), real,
-                                      t->stage - 1, 2 * i + 1, t->pipe, &p->sg[i]));
-    }
+    if (!t->first || t->spec->n_tables) CAIRN_CHECK(gather(t, n, dim(t, 0), &b->lgout, &b->gout));
+    if (!t->first && talks(t))
+        CAIRN_CHECK_MPI(MPI_Isend(b->gout.data, (int)tensor_numel(&b->gout), real, t->stage - 1,
+                                  2 * i + 1, t->pipe, &p->sg[i]));
+    if (t->first && talks(t) && t->spec->n_tables) /* the tables' rows' gradients */
+        CAIRN_CHECK(emb_backward(t, t->mb_lo + i, b->off, n, b->gout.data));
 cleanup:
     unview_input(t, b);
     return rc;
@@ -540,7 +525,7 @@ cleanup:
 }
 
 /* Forward only, the whole batch as one piece, for evaluation. */
-int pipe_eval(struct trainer *t, struct batch *bt, double *loss_sum, int64_t *correct)
+int pipe_eval(struct trainer *t, struct batch *bt, double *loss_sum, int64_t *correct, double *score)
 {
     int rc = 0, L = n_local(t);
     struct mb *b = &t->bufs->mb[0];
@@ -571,6 +556,9 @@ int pipe_eval(struct trainer *t, struct batch *bt, double *loss_sum, int64_t *co
         *loss_sum += nn_loss(t->dt, t->spec->loss, b->n, k, b->out.data, labels,
                              t->k_targets ? bt->y.data : NULL, bt->global, NULL, &c);
         *correct += c;
+        for (int64_t r = 0; score && r < b->n; r++) /* the logits' margin ranks as p(class 1) does */
+            score[r] = t->dt == DT_F64 ? ((double *)b->out.data)[2 * r + 1] - ((double *)b->out.data)[2 * r]
+                                       : (double)((float *)b->out.data)[2 * r + 1] - (double)((float *)b->out.data)[2 * r];
     }
 cleanup:
     unview_input(t, b);

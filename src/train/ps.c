@@ -31,6 +31,7 @@
 #include "cairn/layout.h"
 #include "cairn/model.h"
 #include "cairn/op.h"
+#include "cairn/optim.h"
 #include "cairn/partition.h"
 #include "cairn/plan.h"
 #include "cairn/rng.h"
@@ -344,6 +345,8 @@ cleanup:
 /* ---- shard side ------------------------------------------------------------------ */
 
 static int n_params(const struct trainer *t) { return 2 * t->tp->n_layers; }
+/* Parameters and tables: the stride of ps_step's operand groups (trainplan.c). */
+static int n_state(const struct trainer *t) { return n_params(t) + t->spec->n_tables; }
 
 /* Send my rows of parameter k (in v) to every replica's stage holding it,
  * each member its own. */
@@ -424,50 +427,15 @@ double ps_bytes(const struct trainer *t)
     return n;
 }
 
-struct opt_args {
-    enum optimizer opt;
-    double lr, wd, mu, b1, b2, eps, c1, c2; /* c1, c2: adam's bias corrections */
-};
-
-/* One element type's update over n elements: one branch-free loop per
- * optimizer, so the compiler vectorizes it (the update is on the critical
- * path between two steps).  Elementwise, so the result does not depend on
- * how the rows are split over shards. */
-#define UPDATE(T, SQRT)                                                                     \
-    static void update_##T(const struct opt_args *a, int64_t n, T *restrict w,              \
-                           const T *restrict g, T *restrict m, T *restrict v)               \
-    {                                                                                       \
-        const T lr = (T)a->lr, wd = (T)a->wd, mu = (T)a->mu, b1 = (T)a->b1, b2 = (T)a->b2;  \
-        const T eps = (T)a->eps, c1 = (T)a->c1, c2 = (T)a->c2;                              \
-        if (a->opt == OPT_SGD) {                                                            \
-            for (int64_t i = 0; i < n; i++) w[i] -= lr * (g[i] + wd * w[i]);                 \
-        } else if (a->opt == OPT_MOMENTUM) {                                                \
-            for (int64_t i = 0; i < n; i++) {                                               \
-                m[i] = mu * m[i] + (g[i] + wd * w[i]);                                      \
-                w[i] -= lr * m[i];                                                          \
-            }                                                                               \
-        } else {                                                                            \
-            for (int64_t i = 0; i < n; i++) {                                               \
-                T gi = g[i] + wd * w[i];                                                    \
-                m[i] = b1 * m[i] + ((T)1 - b1) * gi;                                        \
-                v[i] = b2 * v[i] + ((T)1 - b2) * gi * gi;                                   \
-                w[i] -= lr * (m[i] / c1) / (SQRT(v[i] / c2) + eps);                         \
-            }                                                                               \
-        }                                                                                   \
-    }
-UPDATE(float, sqrtf)
-UPDATE(double, sqrt)
-#undef UPDATE
-
 static int dump_grads(struct trainer *t);
 
-static struct opt_args opt_args(struct trainer *t, struct op_call *c)
+static struct optim_args opt_args(struct trainer *t, struct op_call *c)
 {
     const struct train_spec *sp = t->spec;
-    struct opt_args a = {.opt = sp->opt, .lr = sp->lr, .wd = sp->weight_decay, .mu = sp->momentum,
+    struct optim_args a = {.opt = sp->opt, .lr = sp->lr, .wd = sp->weight_decay, .mu = sp->momentum,
                          .b1 = sp->beta1, .b2 = sp->beta2, .eps = sp->eps, .c1 = 1, .c2 = 1};
     if (sp->opt == OPT_ADAM) { /* this step's count, and the bias corrections it gives */
-        struct tensor *step = &c->out[3 * n_params(t)]->t;
+        struct tensor *step = &c->out[3 * n_state(t)]->t;
         int64_t n = tensor_get_i64(step, 0) + 1;
         tensor_set_i64(step, 0, n);
         a.c1 = 1 - pow(sp->beta1, (double)n);
@@ -477,29 +445,26 @@ static struct opt_args opt_args(struct trainer *t, struct op_call *c)
 }
 
 /* The replicas' sum of parameter k's gradient is in: update, publish. */
-static int finish_param(struct trainer *t, struct op_call *c, const struct opt_args *a, int k)
+static int finish_param(struct trainer *t, struct op_call *c, const struct optim_args *a, int k)
 {
-    int K = n_params(t);
+    int K = n_state(t);
     struct tensor *w = &c->out[k]->t;
     void *m = a->opt == OPT_SGD ? NULL : c->out[K + k]->t.data;
     void *v = a->opt == OPT_ADAM ? c->out[2 * K + k]->t.data : NULL;
-    if (t->dt == DT_F64)
-        update_double(a, tensor_numel(w), w->data, t->grads[k].data, m, v);
-    else
-        update_float(a, tensor_numel(w), w->data, t->grads[k].data, m, v);
+    optim_update(t->dt, a, tensor_numel(w), w->data, t->grads[k].data, m, v);
     return publish_one(t, k, w);
 }
 
 /* Handle each parameter as soon as all its blocks are in, without
  * spinning a core while waiting (see wait_all). */
-static int stream_updates(struct trainer *t, struct op_call *c, MPI_Request *req, int *left)
+static int stream_updates(struct trainer *t, struct op_call *c, const struct optim_args *a,
+                          MPI_Request *req, int *left)
 {
     int rc = 0, RT = t->tp->ranks_per_stage, K = n_params(t), n = K * RT, todo = 0;
     int *idx = malloc((size_t)n * sizeof *idx), got;
     CAIRN_CHECK_ALLOC(idx);
-    struct opt_args a = opt_args(t, c);
     for (int k = 0; k < K; k++) {
-        if (left[k] == 0) CAIRN_CHECK(finish_param(t, c, &a, k)); /* rows elsewhere: nothing */
+        if (left[k] == 0) CAIRN_CHECK(finish_param(t, c, a, k)); /* rows elsewhere: nothing */
         todo += left[k] > 0;
     }
     for (long spins = 0; todo > 0; spins++) {
@@ -507,7 +472,7 @@ static int stream_updates(struct trainer *t, struct op_call *c, MPI_Request *req
         for (int i = 0; got != MPI_UNDEFINED && i < got; i++) {
             int k = idx[i] / RT;
             if (--left[k] > 0) continue;
-            CAIRN_CHECK(finish_param(t, c, &a, k));
+            CAIRN_CHECK(finish_param(t, c, a, k));
             todo--;
             spins = 0;
         }
@@ -529,7 +494,18 @@ int train_op_ps_step(struct op_call *c)
     if (!t->published) CAIRN_CHECK(publish_all(t, c->in));
     CAIRN_CHECK(post_grads(t, req, left));
     CAIRN_CHECK(publication_done(t)); /* the stages took it before they computed */
-    CAIRN_CHECK(stream_updates(t, c, req, left));
+    struct optim_args a = opt_args(t, c);
+    struct tensor *tw[EMBED_MAX_TABLES], *tm[EMBED_MAX_TABLES], *tv[EMBED_MAX_TABLES];
+    for (int e = 0; e < t->spec->n_tables; e++) { /* the tables and their state */
+        int S = n_state(t), i = K + e;
+        tw[e] = &c->out[i]->t;
+        tm[e] = a.opt == OPT_SGD ? NULL : &c->out[S + i]->t;
+        tv[e] = a.opt == OPT_ADAM ? &c->out[2 * S + i]->t : NULL;
+    }
+    if (t->emb) CAIRN_CHECK(emb_serve(t, tw)); /* the readers' pulls */
+    if (t->emb) CAIRN_CHECK(emb_expect_push(t));
+    CAIRN_CHECK(stream_updates(t, c, &a, req, left));
+    if (t->emb) CAIRN_CHECK(emb_update(t, tw, tm, tv, &a));
     if (t->spec->debug_grads && !t->grads_dumped) CAIRN_CHECK(dump_grads(t));
 cleanup:
     free(req);
@@ -567,7 +543,7 @@ int trainer_quiesce(struct trainer *t)
 int train_op_ps_init(struct op_call *c)
 {
     struct trainer *t = c->state;
-    int rc = 0, K = n_params(t);
+    int rc = 0, K = n_state(t);
     uint64_t seed = (uint64_t)c->ctx->rt->plan->job->seed;
     for (int i = 0; i < c->op->n_out; i++) {
         struct tensor *v = &c->out[i]->t;
@@ -579,7 +555,7 @@ int train_op_ps_init(struct op_call *c)
         int k = i % K;
         int64_t lo, hi;
         param_block(t, k, t->shard, &lo, &hi);
-        struct shape s = {.ndim = k % 2 ? 1 : 2, .d = {hi - lo, param_cols(t, k)}};
+        struct shape s = {.ndim = k % 2 && k < n_params(t) ? 1 : 2, .d = {hi - lo, param_cols(t, k)}};
         CAIRN_CHECK(tensor_resize(v, t->dt, &s)); /* zeros: the optimizer state */
         if (i < K) model_init_param(t->spec, seed, k, lo, v);
     }

@@ -138,6 +138,10 @@ static int open_data(struct trainer *t)
     if (t->n_train < 1)
         return data_error(t, "%s leaves no training rows (%lld rows, %lld held out)", sp->data_file,
                           (long long)t->n_rows, (long long)t->n_eval);
+    if (t->first && t->emb) { /* the tables' ids, every one of them */
+        CAIRN_CHECK(emb_check_data(t, sp->data_file, t->n_rows, 0, t->n_rows));
+        if (sp->holdout_file) CAIRN_CHECK(emb_check_data(t, sp->holdout_file, eval_rows, 0, eval_rows));
+    }
     if (t->last) {
         CAIRN_CHECK(check_labels(t, sp->data_file, 0, t->n_train));
         CAIRN_CHECK(check_labels(t, t->eval_file, t->eval_first, t->n_eval));
@@ -272,6 +276,7 @@ static int setup_role(struct trainer *t)
 {
     int rc = 0;
     if (t->role != ROLE_NONE) CAIRN_CHECK(ps_create(t));
+    if (t->role != ROLE_NONE) CAIRN_CHECK(emb_create(t, t->embc));
     if (t->role == ROLE_STAGE) {
         if ((t->first || t->last) && t->member == 0) CAIRN_CHECK(open_data(t));
         CAIRN_CHECK(alloc_params(t));
@@ -313,6 +318,7 @@ int trainer_create(struct runtime *rt, const struct train_plan *tp, const MPI_Co
     t->T = tp->ranks_per_stage;
     t->train = comms[TRAIN_COMM_TRAIN];
     t->dl = comms[TRAIN_COMM_DL];
+    t->embc = comms[TRAIN_COMM_EMBED];
     t->spec = t->tp->spec;
     t->dt = t->spec->dtype;
     t->esz = dtype_size(t->dt);
@@ -341,6 +347,7 @@ void trainer_destroy(struct trainer **tp)
     if (!tp || !*tp) return;
     struct trainer *t = *tp;
     grid_destroy(t);
+    emb_destroy(t);
     pipe_destroy(t);
     ps_destroy(t);
     for (int l = 0; t->W && l < t->tp->n_layers; l++) {
@@ -378,28 +385,100 @@ cleanup:
 
 /* ---- the ops ------------------------------------------------------------------------ */
 
-/* On the last stage: sums of k figures per piece (micro-batch or
- * evaluation batch), n pieces per replica, gathered from every replica's
- * member 0 and added in piece order, so that the total does not depend on
- * how the pieces were dealt to replicas.  v holds this replica's n * k
- * values; out gets the k totals. */
-static int ordered_sum(struct trainer *t, const double *v, int n, int k, double *out)
+/* On the last stage: every replica's member 0's n values (its pieces'
+ * figures, in piece order), gathered in replica order, which is piece
+ * order: *all gets the *total values (free it). */
+static int gather_ordered(struct trainer *t, const double *v, int64_t n, double **all, int64_t *total)
 {
-    int rc = 0, size = 0, mine = t->member == 0 ? n * k : 0, *count = NULL, *at = NULL;
-    double *all = NULL;
+    int rc = 0, size = 0, mine = t->member == 0 ? (int)n : 0, *count = NULL, *at = NULL;
+    *all = NULL;
+    *total = 0;
+    if (n > INT_MAX) CAIRN_FAIL(CAIRN_ERUNTIME, "%lld figures are too many to gather", (long long)n);
     MPI_Comm_size(t->group, &size);
     count = malloc((size_t)size * sizeof *count);
     at = malloc((size_t)size * sizeof *at);
     CAIRN_CHECK_ALLOC(count && at ? count : NULL);
     CAIRN_CHECK_MPI(MPI_Allgather(&mine, 1, MPI_INT, count, 1, MPI_INT, t->group));
+    for (int r = 0; r < size; r++) at[r] = (int)*total, *total += count[r];
+    if (*total > INT_MAX) CAIRN_FAIL(CAIRN_ERUNTIME, "%lld figures are too many to gather", (long long)*total);
+    *all = malloc((size_t)(*total + 1) * sizeof **all);
+    CAIRN_CHECK_ALLOC(*all);
+    CAIRN_CHECK_MPI(MPI_Allgatherv(v, mine, MPI_DOUBLE, *all, count, at, MPI_DOUBLE, t->group));
+cleanup:
+    free(count);
+    free(at);
+    return rc;
+}
+
+/* Sums of k figures per piece (micro-batch or evaluation batch), n pieces
+ * per replica, added in piece order, so that the total does not depend on
+ * how the pieces were dealt to replicas.  v holds this replica's n * k
+ * values; out gets the k totals. */
+static int ordered_sum(struct trainer *t, const double *v, int n, int k, double *out)
+{
+    double *all = NULL;
     int64_t total = 0;
-    for (int r = 0; r < size; r++) at[r] = (int)total, total += count[r];
-    if (total > INT_MAX) CAIRN_FAIL(CAIRN_ERUNTIME, "%lld loss figures are too many to gather", (long long)total);
-    all = malloc((size_t)(total + 1) * sizeof *all);
-    CAIRN_CHECK_ALLOC(all);
-    CAIRN_CHECK_MPI(MPI_Allgatherv(v, mine, MPI_DOUBLE, all, count, at, MPI_DOUBLE, t->group));
+    int rc = gather_ordered(t, v, (int64_t)n * k, &all, &total);
     for (int j = 0; j < k; j++) out[j] = 0;
-    for (int64_t i = 0; i < total; i++) out[i % k] += all[i]; /* pieces in order: replicas are */
+    for (int64_t i = 0; rc == 0 && i < total; i++) out[i % k] += all[i];
+    free(all);
+    return rc;
+}
+
+static int by_score(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The area under the ROC curve of n (score, label) pairs, exactly: the
+ * Mann-Whitney statistic over the ranks, ties given their mean rank.  NaN
+ * if either class is missing or a score is NaN (which has no rank). */
+static double auc(double *sl, int64_t n)
+{
+    double pos = 0, rank_sum = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (isnan(sl[2 * i])) return NAN;
+    qsort(sl, (size_t)n, 2 * sizeof *sl, by_score);
+    for (int64_t i = 0; i < n;) {
+        int64_t j = i, p = 0;
+        while (j < n && sl[2 * j] == sl[2 * i]) p += sl[2 * j++ + 1] != 0;
+        rank_sum += (double)p * (double)(i + 1 + j) / 2; /* ranks i+1 .. j: their mean */
+        pos += (double)p;
+        i = j;
+    }
+    double neg = (double)n - pos;
+    return pos && neg ? (rank_sum - pos * (pos + 1) / 2) / (pos * neg) : NAN;
+}
+
+/* On the last stage: the AUC of every replica's member 0's n (score,
+ * label) pairs, computed on the group's rank 0 (the pairs of all held-out
+ * rows, 16 bytes each, are sorted there only) and shared.  NaN beyond
+ * AUC_MAX_ROWS rows, which one gather cannot carry. */
+enum { AUC_MAX_ROWS = INT_MAX / 2 };
+static int held_out_auc(struct trainer *t, const double *sl, int64_t n, double *out)
+{
+    int rc = 0, size = 0, me = 0, *count = NULL, *at = NULL;
+    int mine = t->member != 0 ? 0 : n > AUC_MAX_ROWS ? -1 : (int)(2 * n);
+    double *all = NULL;
+    int64_t total = 0;
+    *out = NAN;
+    MPI_Comm_size(t->group, &size);
+    MPI_Comm_rank(t->group, &me);
+    count = malloc((size_t)size * sizeof *count);
+    at = malloc((size_t)size * sizeof *at);
+    CAIRN_CHECK_ALLOC(count && at ? count : NULL);
+    CAIRN_CHECK_MPI(MPI_Allgather(&mine, 1, MPI_INT, count, 1, MPI_INT, t->group));
+    for (int r = 0; r < size; r++) {
+        if (count[r] < 0) total = (int64_t)INT_MAX + 1;
+        at[r] = total > INT_MAX ? 0 : (int)total;
+        total += count[r] < 0 ? 0 : count[r];
+    }
+    if (total > INT_MAX) goto cleanup; /* too many to gather: no AUC */
+    if (me == 0) CAIRN_CHECK_ALLOC(all = malloc((size_t)(total + 1) * sizeof *all));
+    CAIRN_CHECK_MPI(MPI_Gatherv(sl, mine, MPI_DOUBLE, all, count, at, MPI_DOUBLE, 0, t->group));
+    if (me == 0) *out = auc(all, total / 2);
+    CAIRN_CHECK_MPI(MPI_Bcast(out, 1, MPI_DOUBLE, 0, t->group));
 cleanup:
     free(count);
     free(at);
@@ -424,8 +503,10 @@ int train_op_step(struct op_call *c)
     /* the data first: reading it overlaps the shards' update of the last step */
     CAIRN_CHECK(step_batch(t, cursor, &b));
     CAIRN_CHECK(read_rows(t, t->spec->data_file, &b));
-    CAIRN_CHECK(ps_pull(t));
+    CAIRN_CHECK(ps_pull(t)); /* before the tables' pulls: the shards wait for it to serve them */
+    if (emb_reader(t)) CAIRN_CHECK(emb_input(t, t->spec->data_file, &b));
     CAIRN_CHECK(pipe_step(t, &b)); /* pushes the gradients as they are done */
+    if (emb_reader(t)) CAIRN_CHECK(emb_push(t));
     CAIRN_CHECK(ps_push_finish(t));
     advance(t, cursor, b.global);
     t->samples += b.global;
@@ -444,6 +525,27 @@ cleanup:
     return rc;
 }
 
+/* Evaluation batches go to the replicas in balanced shares; the shards
+ * serve the tables' rows in as many rounds as the largest share. */
+static int64_t eval_rounds(const struct trainer *t)
+{
+    int64_t E = t->spec->eval_batch, batches = (t->n_eval + E - 1) / E;
+    return (batches + t->tp->replicas - 1) / t->tp->replicas;
+}
+
+/* The shards' side of evaluate: the tables' rows, a round per batch. */
+int train_op_embed_serve(struct op_call *c)
+{
+    struct trainer *t = c->state;
+    int rc = 0;
+    struct tensor *w[EMBED_MAX_TABLES];
+    if (!t->emb) return 0;
+    for (int e = 0; e < t->spec->n_tables; e++) w[e] = &c->in[e]->t;
+    for (int64_t i = 0; i < eval_rounds(t); i++) CAIRN_CHECK(emb_serve(t, w));
+cleanup:
+    return rc;
+}
+
 /* Loss and accuracy over the held-out rows, in batches of eval_batch
  * dealt to the replicas (balanced), each through its pipeline. */
 int train_op_evaluate(struct op_call *c)
@@ -451,8 +553,9 @@ int train_op_evaluate(struct op_call *c)
     struct trainer *t = c->state;
     struct batch b = {0};
     int rc = 0;
-    int64_t E = t->spec->eval_batch, batches = (t->n_eval + E - 1) / E, lo, hi;
-    double *v = NULL, sum[2];
+    int64_t E = t->spec->eval_batch, batches = (t->n_eval + E - 1) / E, lo, hi, n_sl = 0;
+    double *v = NULL, sum[2], *sl = NULL, *score = NULL; /* (score, label) pairs: the AUC */
+    bool two = t->last && c->op->n_out == 3;
     CAIRN_CHECK(ps_pull(t));
     part_range(batches, t->tp->replicas, t->replica, &lo, &hi);
     v = calloc((size_t)(2 * (hi - lo) + 1), sizeof *v);
@@ -466,8 +569,24 @@ int train_op_evaluate(struct op_call *c)
         CAIRN_CHECK_ALLOC(b.idx);
         for (int64_t r = 0; r < b.n; r++) b.idx[r] = t->eval_first + at + r;
         CAIRN_CHECK(read_rows(t, t->eval_file, &b));
-        CAIRN_CHECK(pipe_eval(t, &b, &v[2 * (i - lo)], &correct));
+        if (emb_reader(t)) CAIRN_CHECK(emb_input(t, t->eval_file, &b));
+        if (two && t->member == 0) {
+            double *g = realloc(sl, (size_t)(2 * (n_sl + b.n)) * sizeof *g);
+            CAIRN_CHECK_ALLOC(g);
+            sl = g;
+            free(score);
+            CAIRN_CHECK_ALLOC(score = malloc((size_t)b.n * sizeof *score));
+        }
+        CAIRN_CHECK(pipe_eval(t, &b, &v[2 * (i - lo)], &correct, two && t->member == 0 ? score : NULL));
+        for (int64_t r = 0; two && t->member == 0 && r < b.n; r++, n_sl++) {
+            sl[2 * n_sl] = score[r];
+            sl[2 * n_sl + 1] = ((const int32_t *)b.y.data)[r];
+        }
         v[2 * (i - lo) + 1] = (double)correct; /* counts are exact in a double */
+    }
+    for (int64_t i = hi - lo; emb_reader(t) && i < eval_rounds(t); i++) { /* the shards' rounds */
+        b.n = 0;
+        CAIRN_CHECK(emb_input(t, t->eval_file, &b));
     }
     if (t->last) {
         if (hi - lo > INT_MAX / 2) CAIRN_FAIL(CAIRN_ERUNTIME, "too many evaluation batches");
@@ -479,7 +598,14 @@ int train_op_evaluate(struct op_call *c)
         CAIRN_CHECK(set_scalar(&c->out[0]->t, sum[0] / (double)t->n_eval));
         CAIRN_CHECK(set_scalar(&c->out[1]->t, sum[1] / (double)t->n_eval));
     }
+    if (two) {
+        double a = NAN;
+        CAIRN_CHECK(held_out_auc(t, sl, n_sl, &a));
+        CAIRN_CHECK(set_scalar(&c->out[2]->t, a));
+    }
 cleanup:
+    free(sl);
+    free(score);
     free(v);
     batch_free(&b);
     return rc;

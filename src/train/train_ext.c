@@ -44,6 +44,10 @@ static void comm_split(const void *part, int group, int group_rank, int world_ra
     case TRAIN_COMM_DL:
         if (ps || world_rank == 0) *color = 0;
         break;
+    case TRAIN_COMM_EMBED: /* the readers: member 0 of each replica's first stage */
+        if (tp->spec->n_tables && (ps || (group == tp->stage_group[0] && member == 0)))
+            *color = 0, *key = ps ? tp->replicas + group_rank : group_rank / T;
+        break;
     }
 }
 

@@ -16,6 +16,8 @@
 
 struct runtime;
 struct train_plan;
+struct optim_args;
+struct emb;
 
 enum role { ROLE_NONE, ROLE_STAGE, ROLE_PS };
 
@@ -42,6 +44,8 @@ struct trainer {
     /* pipe: member 0 of each stage of the replica (MPI_COMM_NULL on other
      * members); members: the stage's T ranks; group: this rank's plan group */
     MPI_Comm pipe, members, train, dl, group;
+    struct emb *emb; /* embedding tables: each replica's reader and the shards (embed.c) */
+    MPI_Comm embc;   /* their communicator (TRAIN_COMM_EMBED) */
     enum dtype dt;
     size_t esz; /* bytes per element */
     /* data (first and last stages) */
@@ -127,8 +131,9 @@ int pipe_step(struct trainer *t, struct batch *b);
  * gradient tree), into dW and db, when the schedule did not finish it. */
 int pipe_grads_close(struct trainer *t, int l);
 /* Forward only over an evaluation batch; the last stage adds the losses
- * and the correct predictions. */
-int pipe_eval(struct trainer *t, struct batch *b, double *loss, int64_t *correct);
+ * and the correct predictions, and (score not NULL, two classes) puts
+ * each sample's logit margin z1 - z0 in score. */
+int pipe_eval(struct trainer *t, struct batch *b, double *loss, int64_t *correct, double *score);
 
 /* ---- a stage on T ranks (grid.c; with T = 1 no grid is made) ---- */
 bool grid_split(const struct trainer *t); /* T > 1 */
@@ -148,6 +153,39 @@ int grid_backward_params(const struct trainer *t, int64_t n, int64_t in, int64_t
                          bool accumulate);
 int grid_backward_input(const struct trainer *t, int64_t n, int64_t in, int64_t out,
                         const void *W, const void *dy, void *dx);
+
+/* ---- embedding tables (embed.c) ----
+ * Each replica's reader (member 0 of its first stage) pulls the rows its
+ * batch touches from the shards, adds each sample's into the first
+ * layer's input, and turns the input's gradient into the rows' gradients,
+ * summed over the gradient tree; replica 0 pushes each shard the sum of
+ * the rows it served, and the shard updates exactly those rows. */
+/* Collective on the world; comm: TRAIN_COMM_EMBED. */
+int emb_create(struct trainer *t, MPI_Comm comm);
+void emb_destroy(struct trainer *t);
+bool emb_reader(const struct trainer *t);
+/* Reader: file's ids datasets are integer [N] or [N, k] with N = rows (the
+ * features'), and replica 0's reader checks every id of rows [first,
+ * first + n) (CAIRN_EINPUT naming the dataset and the first bad row). */
+int emb_check_data(struct trainer *t, const char *file, int64_t rows, int64_t first, int64_t n);
+/* Reader: one round of pulls (every reader and shard takes part, so a
+ * reader with no samples passes b->n = 0): b->x [n, inputs] becomes
+ * [n, inputs + the tables' dims], each sample's bags combined. */
+int emb_input(struct trainer *t, const char *file, struct batch *b);
+/* Reader: the rows' gradients of global micro-batch i (rows off .. off+n-1
+ * of the batch) from its input gradient g [n, inputs + dims]. */
+int emb_backward(struct trainer *t, int64_t i, int64_t off, int64_t n, const void *g);
+/* Reader, after a step's schedule: the replicas add their sums over the
+ * tree's top, and replica 0 pushes each shard the sum of its rows. */
+int emb_push(struct trainer *t);
+/* Shard: serve one round of pulls from the tables w (its rows of each). */
+int emb_serve(struct trainer *t, struct tensor *const *w);
+/* Shard, after a training round's emb_serve: post the receive of the sum
+ * of the rows it served; then, emb_update: wait for it and update those
+ * rows (m, v: the optimizer's state, or NULL). */
+int emb_expect_push(struct trainer *t);
+int emb_update(struct trainer *t, struct tensor *const *w, struct tensor *const *m,
+               struct tensor *const *v, const struct optim_args *a);
 
 /* ---- download (download.c) ---- */
 /* Collective on the world: ready the download's transfers (a no-op off

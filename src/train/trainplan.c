@@ -94,18 +94,28 @@ static const char *pname(struct tp *x, int k, const char *suffix)
     return arena_strdup(x->a, name);
 }
 
+/* Table e's blob: E.<name> and its optimizer state. */
+static const char *tname(struct tp *x, int e, const char *suffix)
+{
+    return arena_printf(x->a, "E.%s%s", x->t->tables[e].name, suffix);
+}
+
 /* ps_init's outputs and ps_step's operands, in the order ps.c expects:
- * every parameter, then (momentum) every velocity or (adam) every first
- * moment, every second moment and the step count. */
+ * every parameter and then every table, then (momentum) their velocities
+ * .m, (adagrad) their sums of squares .sq, or (adam) their first moments, their
+ * second moments and the step count. */
 static void state_operands(struct tp *x, struct op_node *op, bool as_in, bool as_out,
                            bool params_only)
 {
     int n = 2 * x->t->n_layers;
-    const char *const suffixes[] = {"", ".m", ".v"};
-    int groups = params_only ? 1 : x->t->opt == OPT_SGD ? 1 : x->t->opt == OPT_MOMENTUM ? 2 : 3;
+    /* adagrad's sums of squares are named apart from momentum's velocities,
+     * so a resume under the other optimizer misses its state rather than
+     * misreads it */
+    const char *const suffixes[] = {"", x->t->opt == OPT_ADAGRAD ? ".sq" : ".m", ".v"};
+    int groups = params_only ? 1 : 1 + optim_states(x->t->opt);
     for (int g = 0; g < groups; g++) {
-        for (int k = 0; k < n; k++) {
-            const char *name = pname(x, k, suffixes[g]);
+        for (int k = 0; k < n + x->t->n_tables; k++) {
+            const char *name = k < n ? pname(x, k, suffixes[g]) : tname(x, k - n, suffixes[g]);
             if (as_in) in(x, op, name);
             if (as_out) out(x, op, name);
         }
@@ -152,7 +162,7 @@ static double stage_bytes(const struct train_spec *t, int s, int64_t T, int R)
     for (int i = 0; i < s; i++) l0 += (int)t->balance[i];
     double n = 0;
     for (int l = l0; l < l0 + t->balance[s]; l++) {
-        int64_t in = l ? t->layers[l - 1].units : t->inputs, out = t->layers[l].units;
+        int64_t in = l ? t->layers[l - 1].units : t->width0, out = t->layers[l].units;
         int64_t mine = cyclic_owned(out, t->block, T, 0);
         n += copies * (double)(in * mine + mine);
     }
@@ -161,19 +171,25 @@ static double stage_bytes(const struct train_spec *t, int s, int64_t T, int R)
 
 /* Bytes the first (largest) PS shard holds: its rows of every parameter,
  * the optimizer's state for them, and their gradient (the replicas' sum:
- * one, whatever R). */
+ * one, whatever R); its rows of every table and their state (a table's
+ * gradient is only of the rows a step touches). */
 static double shard_bytes(const struct train_spec *t, int P)
 {
-    int states = t->opt == OPT_SGD ? 0 : t->opt == OPT_MOMENTUM ? 1 : 2;
-    double n = 0;
+    int states = optim_states(t->opt);
+    double n = 0, tables = 0;
     for (int l = 0; l < t->n_layers; l++) {
-        int64_t in = l ? t->layers[l - 1].units : t->inputs, out = t->layers[l].units, lo, hi;
+        int64_t in = l ? t->layers[l - 1].units : t->width0, out = t->layers[l].units, lo, hi;
         block_range(in, P, 0, &lo, &hi);
         n += (double)((hi - lo) * out);
         block_range(out, P, 0, &lo, &hi);
         n += (double)(hi - lo);
     }
-    return n * (2.0 + states) * (double)dtype_size(t->dtype);
+    for (int e = 0; e < t->n_tables; e++) {
+        int64_t lo, hi;
+        block_range(t->tables[e].rows, P, 0, &lo, &hi);
+        tables += (double)((hi - lo) * t->tables[e].dim);
+    }
+    return (n * (2.0 + states) + tables * (1.0 + states)) * (double)dtype_size(t->dtype);
 }
 
 static int check_memory(const struct train_spec *t, int R, int P, struct diags *d)
@@ -198,10 +214,15 @@ static int check_memory(const struct train_spec *t, int R, int P, struct diags *
     }
     double need = shard_bytes(t, P);
     if (need > cap) {
+        int64_t fits = P;
+        while (fits < (1 << 16) && shard_bytes(t, (int)fits) > cap) fits++;
+        char hint[96] = ": no shard count fits it";
+        if (shard_bytes(t, (int)fits) <= cap)
+            snprintf(hint, sizeof hint, ": it fits with ps.shards = %lld", (long long)fits);
         diags_add(d, t->memory_file, t->memory_line,
-                  "each PS shard needs up to %.1f MiB (parameters, optimizer state and gradients) "
-                  "with ps.shards = %d, over model.rank_memory_mb = %lld: give more shards",
-                  need / mib, P, (long long)t->rank_memory_mb);
+                  "each PS shard needs up to %.1f MiB (parameters, tables, optimizer state and "
+                  "gradients) with ps.shards = %d, over model.rank_memory_mb = %lld%s",
+                  need / mib, P, (long long)t->rank_memory_mb, hint);
         errors++;
     }
     return errors;
@@ -261,7 +282,7 @@ static void geometry(struct tp *x)
         tp->first_layer[s + 1] = tp->first_layer[s] + (int)t->balance[s];
     }
     tp->ps_group = tp->stages;
-    tp->dims[0] = t->inputs;
+    tp->dims[0] = t->width0;
     for (int l = 0; l < t->n_layers; l++) tp->dims[l + 1] = t->layers[l].units;
     x->tp = tp;
 }
@@ -316,6 +337,12 @@ static void add_stop(struct tp *x, struct task *t, const char *blob, const char 
         .file = x->t->file, .line = x->t->line};
 }
 
+/* Two classes: evaluate also gives the held-out AUC. */
+static bool binary(const struct train_spec *t)
+{
+    return t->loss == LOSS_SOFTMAX_CE && t->layers[t->n_layers - 1].units == 2;
+}
+
 static void plan_epoch_end(struct tp *x)
 {
     const struct train_spec *t = x->t;
@@ -327,7 +354,12 @@ static void plan_epoch_end(struct tp *x)
         if (s == last) {
             out(x, op, "loss");
             out(x, op, "accuracy");
+            if (binary(t)) out(x, op, "auc");
         }
+    }
+    if (eval && t->n_tables) { /* the shards serve the tables' rows to the evaluation */
+        struct op_node *op = add_op(x, add_task(x, PHASE_EPOCH_END, "ps_eval", x->tp->ps_group), "embed_serve");
+        for (int e = 0; e < t->n_tables; e++) in(x, op, tname(x, e, ""));
     }
     struct task *rep = add_task(x, PHASE_EPOCH_END, "report", x->tp->stage_group[last]);
     if (t->stop_on_accuracy) add_stop(x, rep, "stop_accuracy", "accuracy", "ge", t->stop_accuracy);
@@ -337,6 +369,7 @@ static void plan_epoch_end(struct tp *x)
     if (eval) {
         in(x, log, "loss");
         in(x, log, "accuracy");
+        if (binary(t)) in(x, log, "auc");
     }
 }
 

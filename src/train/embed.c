@@ -1,0 +1,626 @@
+/* Embedding tables at run time: the readers' and the shards' sides of the
+ * row-sparse protocol (train_priv.h), on the embedding communicator
+ * (readers: rank = replica; shards: rank R + shard).
+ *
+ * A table's row i lives at position spread_pos(i) (partition.h), and shard
+ * p holds the block of positions block_range(rows, P, p), so a shard's
+ * rows of a sorted list of positions are one index range of it.  Per
+ * step, and per evaluation batch:
+ *  - pull: each reader sends every shard its batch touches one request
+ *    (per table, the count and the sorted distinct positions), found by a
+ *    sparse exchange (coll_exchange: no one needs to know who asks whom),
+ *    and receives the rows in that order; it then adds each sample's bag
+ *    into its columns of the first layer's input;
+ *  - backward: each micro-batch's input gradient gives a leaf of the
+ *    table's gradient (embed_bag.h), summed over the micro-batches'
+ *    bisection tree (sparse_rows.h); the replicas add their nodes over the
+ *    tree's top (replica r + 2^d sends to r at level d), so the sum is the
+ *    same bits for any R;
+ *  - push: replica 0 sends each shard that served a pull this step the
+ *    sum's rows in its block, values only: they are exactly the union of
+ *    the positions the shard was asked for, which it kept; the shard
+ *    applies the optimizer to those rows and no others.
+ * Messages per step: a reader sends one request to and receives one reply
+ * from each shard its batch touches, plus one message of the replicas'
+ * reduction; replica 0 sends one push per shard touched by any replica.
+ * Bytes: the positions (8 each) and rows (dim values each) touched. */
+#include "train_priv.h"
+
+#include "cairn/coll.h"
+#include "cairn/embed_bag.h"
+#include "cairn/embed_ids.h"
+#include "cairn/error.h"
+#include "cairn/optim.h"
+#include "cairn/partition.h"
+#include "cairn/reader.h"
+#include "cairn/runtime.h"
+#include "cairn/sparse_rows.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Requests alternate between two tags by round (coll.h: a fast rank's
+ * next round must not be taken for this one). */
+enum { TAG_EREQ = 1, TAG_EREQ_ODD, TAG_EROWS, TAG_ESUM, TAG_EPUSH };
+
+struct emb_tab {
+    const struct embed_spec *spec;
+    int64_t col; /* its first column in the first layer's input */
+    /* reader */
+    int64_t k;             /* ids per sample */
+    struct tensor ids;     /* this batch's, [n, k] */
+    int64_t *pos, *slot, *mark, cap, n_pos; /* distinct positions, each id's slot, scratch */
+    char *rows;            /* the pulled rows, [n_pos, dim] */
+    struct sparse_rows leaf, got, sum[2];
+    struct sparse_tree tree;
+    /* shard */
+    int64_t lo, hi;                 /* its positions */
+    int64_t *req, n_req, cap_req;   /* the positions this round's pulls asked for */
+};
+
+struct emb {
+    MPI_Comm comm;
+    int E, R, P, me;
+    size_t esz;
+    int64_t round; /* pull rounds so far: every rank of comm runs each */
+    struct emb_tab *tab;
+    /* reader: one request and reply per shard touched */
+    int64_t **req;
+    char **reply;
+    int *req_bytes, *reply_bytes, *dest;
+    MPI_Request *rreq;
+    /* shard: replies in flight */
+    char **out;
+    MPI_Request *oreq;
+    int n_out, cap_out;
+    int64_t served; /* rows (over the tables) this round's pulls asked for */
+    MPI_Request push; /* the receive of replica 0's push, posted when they are known */
+    int push_bytes;
+    char *buf;      /* the reduction's and the push's messages */
+    size_t buf_cap;
+};
+
+bool emb_reader(const struct trainer *t) { return t->emb && t->role == ROLE_STAGE; }
+
+static int grow(void *pp, size_t *cap, size_t need)
+{
+    if (need <= *cap) return 0;
+    void *p = realloc(*(void **)pp, need);
+    if (!p) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    *(void **)pp = p;
+    *cap = need;
+    return 0;
+}
+
+int emb_create(struct trainer *t, MPI_Comm comm)
+{
+    int rc = 0, E = t->spec->n_tables;
+    if (!E || comm == MPI_COMM_NULL) return 0;
+    struct emb *m = calloc(1, sizeof *m);
+    CAIRN_CHECK_ALLOC(m);
+    t->emb = m;
+    m->comm = comm;
+    m->E = E;
+    m->R = t->tp->replicas;
+    m->P = t->tp->shards;
+    m->esz = t->esz;
+    MPI_Comm_rank(comm, &m->me);
+    m->tab = calloc((size_t)E, sizeof *m->tab);
+    m->req = calloc((size_t)m->P, sizeof *m->req);
+    m->reply = calloc((size_t)m->P, sizeof *m->reply);
+    m->req_bytes = calloc((size_t)m->P, sizeof *m->req_bytes);
+    m->reply_bytes = calloc((size_t)m->P, sizeof *m->reply_bytes);
+    m->dest = calloc((size_t)m->P, sizeof *m->dest);
+    m->rreq = calloc((size_t)m->P, sizeof *m->rreq);
+    CAIRN_CHECK_ALLOC(m->tab && m->req && m->reply && m->req_bytes && m->reply_bytes && m->dest && m->rreq
+                          ? m->tab
+                          : NULL);
+    for (int e = 0, col = (int)t->spec->inputs; e < E; e++) {
+        struct emb_tab *x = &m->tab[e];
+        x->spec = &t->spec->tables[e];
+        x->col = col;
+        col += (int)x->spec->dim;
+        if (t->role == ROLE_PS) block_range(x->spec->rows, m->P, t->shard, &x->lo, &x->hi);
+    }
+cleanup:
+    return rc;
+}
+
+void emb_destroy(struct trainer *t)
+{
+    struct emb *m = t->emb;
+    if (!m) return;
+    for (int e = 0; m->tab && e < m->E; e++) {
+        struct emb_tab *x = &m->tab[e];
+        tensor_free(&x->ids);
+        free(x->pos);
+        free(x->slot);
+        free(x->mark);
+        free(x->rows);
+        free(x->req);
+        sparse_rows_free(&x->leaf);
+        sparse_rows_free(&x->got);
+        sparse_rows_free(&x->sum[0]);
+        sparse_rows_free(&x->sum[1]);
+        sparse_tree_free(&x->tree);
+    }
+    for (int p = 0; m->req && p < m->P; p++) {
+        free(m->req[p]);
+        free(m->reply[p]);
+    }
+    for (int i = 0; i < m->n_out; i++) free(m->out[i]);
+    free(m->tab);
+    free(m->req);
+    free(m->reply);
+    free(m->req_bytes);
+    free(m->reply_bytes);
+    free(m->dest);
+    free(m->rreq);
+    free(m->out);
+    free(m->oreq);
+    free(m->buf);
+    free(m);
+    t->emb = NULL;
+}
+
+/* ---- the data ------------------------------------------------------------------- */
+
+int emb_check_data(struct trainer *t, const char *file, int64_t rows, int64_t first, int64_t n)
+{
+    struct emb *m = t->emb;
+    int64_t most = t->spec->batch > t->spec->eval_batch ? t->spec->batch : t->spec->eval_batch, bytes = 0;
+    struct tensor v = {0};
+    int rc = 0;
+    for (int e = 0; e < m->E; e++) {
+        struct emb_tab *x = &m->tab[e];
+        int64_t N, k;
+        rc = embed_ids_shape(t->rt->readers, file, x->spec->ids, &N, &k);
+        if (rc) return cairn_err_wrap(rc, "%s:%d: table '%s': ", x->spec->file, x->spec->line, x->spec->name), rc;
+        if (N != rows)
+            return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
+                                 "%s:%d: table '%s': ids dataset '%s' in %s has %lld rows but the features "
+                                 "have %lld",
+                                 x->spec->file, x->spec->line, x->spec->name, x->spec->ids, file,
+                                 (long long)N, (long long)rows);
+        if (x->k && x->k != k)
+            return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
+                                 "%s:%d: table '%s': ids dataset '%s' holds %lld ids per sample in %s "
+                                 "but %lld in the training data",
+                                 x->spec->file, x->spec->line, x->spec->name, x->spec->ids, (long long)k,
+                                 file, (long long)x->k);
+        x->k = k;
+        bytes += most * k * (x->spec->dim * (int64_t)m->esz + 8);
+        for (int64_t at = first; t->replica == 0 && at < first + n; at += 1 << 20) { /* every id, once */
+            int64_t c = first + n - at < 1 << 20 ? first + n - at : 1 << 20;
+            rc = embed_ids_read(t->rt->readers, file, x->spec->ids, x->spec->rows, at, c, k, &v);
+            if (rc) {
+                cairn_err_wrap(rc, "%s:%d: table '%s': ", x->spec->file, x->spec->line, x->spec->name);
+                break;
+            }
+        }
+        if (rc) break;
+    }
+    tensor_free(&v);
+    if (rc == 0 && bytes > INT_MAX) /* a pull is one message per shard */
+        rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
+                           "%s:%d: a batch of %lld samples may pull %lld bytes of embedding rows from "
+                           "one shard, more than one MPI message carries (%d): use a smaller "
+                           "data.batch or data.eval_batch",
+                           t->spec->file, t->spec->line, (long long)most, (long long)bytes, INT_MAX);
+    return rc;
+}
+
+/* This batch's ids of table x, checked (the file may have changed since
+ * emb_check_data: a run-time error then, in the same words). */
+static int read_ids(struct trainer *t, struct emb_tab *x, const char *file, const struct batch *b)
+{
+    int rc = reader_gather(t->rt->readers, file, x->spec->ids, b->idx, b->n, DT_I64, &x->ids);
+    if (rc) return rc;
+    const int64_t *v = x->ids.data;
+    int64_t i = embed_ids_first_bad(v, b->n * x->k, x->spec->rows);
+    if (i < 0) return 0;
+    return cairn_err_wrap(embed_ids_bad(CAIRN_ERUNTIME, file, x->spec->ids, b->idx[i / x->k], v[i], x->spec->rows),
+                          "%s:%d: table '%s': ", x->spec->file, x->spec->line, x->spec->name);
+}
+
+static int touch(struct emb_tab *x, int64_t n)
+{
+    int64_t need = n * x->k;
+    if (need > x->cap) {
+        int64_t *p = realloc(x->pos, (size_t)need * sizeof *p);
+        if (p) x->pos = p;
+        int64_t *s = realloc(x->slot, (size_t)need * sizeof *s);
+        if (s) x->slot = s;
+        int64_t *k = realloc(x->mark, (size_t)need * sizeof *k);
+        if (k) x->mark = k;
+        if (!p || !s || !k) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+        for (int64_t i = 0; i < need; i++) x->mark[i] = -1;
+        x->cap = need;
+    }
+    return n ? embed_touch(x->ids.data, need, x->spec->rows, x->pos, &x->n_pos, x->slot) : (x->n_pos = 0, 0);
+}
+
+/* ---- pulls ------------------------------------------------------------------------ */
+
+/* Table x's positions in shard p's block: indices [*i0, *i1) of pos. */
+static void in_block(const struct emb *m, const struct emb_tab *x, const int64_t *pos, int64_t n, int p,
+                     int64_t *i0, int64_t *i1)
+{
+    int64_t lo, hi;
+    block_range(x->spec->rows, m->P, p, &lo, &hi);
+    *i0 = pos_lower(pos, n, lo);
+    *i1 = pos_lower(pos, n, hi);
+}
+
+static int no_requests(void *arg, int source, void *data, int bytes)
+{
+    (void)arg, (void)data, (void)bytes;
+    return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__, "a reader got a pull request from rank %d",
+                         source);
+}
+
+/* Requests to every shard the batch touches; the replies' receives posted. */
+static int post_pulls(struct trainer *t, int *n_dest)
+{
+    struct emb *m = t->emb;
+    int rc = 0;
+    *n_dest = 0;
+    for (int p = 0; p < m->P; p++) {
+        int64_t count = 0, bytes = 0, i0, i1;
+        for (int e = 0; e < m->E; e++) {
+            in_block(m, &m->tab[e], m->tab[e].pos, m->tab[e].n_pos, p, &i0, &i1);
+            count += i1 - i0;
+            bytes += (i1 - i0) * m->tab[e].spec->dim * (int64_t)m->esz;
+        }
+        if (count == 0) continue;
+        int d = (*n_dest)++;
+        int64_t *q = realloc(m->req[d], (size_t)(m->E + count) * sizeof *q);
+        char *r = realloc(m->reply[d], (size_t)bytes + 1);
+        if (q) m->req[d] = q;
+        if (r) m->reply[d] = r;
+        CAIRN_CHECK_ALLOC(q && r ? q : NULL);
+        for (int e = 0, at = m->E; e < m->E; e++) {
+            in_block(m, &m->tab[e], m->tab[e].pos, m->tab[e].n_pos, p, &i0, &i1);
+            q[e] = i1 - i0;
+            if (i1 > i0) memcpy(q + at, m->tab[e].pos + i0, (size_t)(i1 - i0) * sizeof *q);
+            at += (int)(i1 - i0);
+        }
+        m->dest[d] = m->R + p;
+        m->req_bytes[d] = (int)((m->E + count) * (int64_t)sizeof *q);
+        m->reply_bytes[d] = (int)bytes;
+        CAIRN_CHECK_MPI(MPI_Irecv(r, (int)bytes + 1, MPI_BYTE, m->dest[d], TAG_EROWS, m->comm, &m->rreq[d]));
+    }
+cleanup:
+    return rc;
+}
+
+/* The replies' rows into each table's rows, in position order. */
+static int unpack_replies(struct trainer *t, int n_dest)
+{
+    struct emb *m = t->emb;
+    for (int d = 0; d < n_dest; d++) {
+        const char *r = m->reply[d];
+        for (int e = 0; e < m->E; e++) {
+            struct emb_tab *x = &m->tab[e];
+            int64_t i0, i1, row = x->spec->dim * (int64_t)m->esz;
+            in_block(m, x, x->pos, x->n_pos, m->dest[d] - m->R, &i0, &i1);
+            memcpy(x->rows + i0 * row, r, (size_t)((i1 - i0) * row));
+            r += (i1 - i0) * row;
+        }
+    }
+    return 0;
+}
+
+int emb_input(struct trainer *t, const char *file, struct batch *b)
+{
+    struct emb *m = t->emb;
+    int rc = 0, n_dest = 0;
+    struct tensor x = {0};
+    for (int e = 0; e < m->E; e++) {
+        struct emb_tab *tb = &m->tab[e];
+        if (b->n) CAIRN_CHECK(read_ids(t, tb, file, b));
+        CAIRN_CHECK(touch(tb, b->n));
+        char *rows = realloc(tb->rows, (size_t)(tb->n_pos * tb->spec->dim) * m->esz + 1);
+        CAIRN_CHECK_ALLOC(rows); /* the pulled rows, overwritten whole */
+        tb->rows = rows;
+        sparse_tree_reset(&tb->tree, t->dt, tb->spec->dim, t->mb_lo, t->mb_hi);
+    }
+    CAIRN_CHECK(post_pulls(t, &n_dest));
+    CAIRN_CHECK(coll_exchange(m->comm, TAG_EREQ + (int)(m->round++ & 1), n_dest, m->dest, (void *const *)m->req, m->req_bytes,
+                              no_requests, t));
+    CAIRN_CHECK(coll_wait_sized(n_dest, m->rreq, m->reply_bytes));
+    CAIRN_CHECK(unpack_replies(t, n_dest));
+    if (b->n == 0) goto cleanup;
+    /* the dense features, then each table's combined vectors */
+    int64_t w = t->tp->dims[0], d = t->spec->inputs;
+    struct shape s = {.ndim = 2, .d = {b->n, w}};
+    CAIRN_CHECK(tensor_resize(&x, t->dt, &s));
+    for (int64_t r = 0; r < b->n; r++)
+        memcpy((char *)x.data + (size_t)(r * w) * m->esz, (char *)b->x.data + (size_t)(r * d) * m->esz,
+               (size_t)d * m->esz);
+    for (int e = 0; e < m->E; e++) {
+        struct emb_tab *tb = &m->tab[e];
+        embed_combine(t->dt, b->n, tb->k, tb->slot, tb->rows, tb->spec->dim, tb->spec->mean,
+                      (char *)x.data + (size_t)tb->col * m->esz, w);
+    }
+    tensor_free(&b->x);
+    b->x = x;
+    x = (struct tensor){0};
+cleanup:
+    tensor_free(&x);
+    return rc;
+}
+
+/* ---- gradients and the push ------------------------------------------------------- */
+
+int emb_backward(struct trainer *t, int64_t i, int64_t off, int64_t n, const void *g)
+{
+    struct emb *m = t->emb;
+    int rc = 0;
+    for (int e = 0; e < m->E; e++) {
+        struct emb_tab *x = &m->tab[e];
+        CAIRN_CHECK(embed_grad(t->dt, n, x->k, x->slot + off * x->k, x->pos, (const char *)g + (size_t)x->col * m->esz,
+                               t->tp->dims[0], x->spec->dim, x->spec->mean, x->mark, &x->leaf));
+        CAIRN_CHECK(sparse_tree_add(&x->tree, i, &x->leaf));
+    }
+cleanup:
+    return rc;
+}
+
+/* Every table's sum (cur) as one message: the counts, the positions, the
+ * values. */
+static int pack_sums(struct emb *m, const struct sparse_rows *const *cur, size_t *bytes)
+{
+    size_t n = (size_t)m->E * 8;
+    for (int e = 0; e < m->E; e++) n += (size_t)cur[e]->n * (8 + (size_t)cur[e]->dim * m->esz);
+    if (n > INT_MAX)
+        return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__,
+                             "the embedding rows' gradients of one step take %zu bytes, more than one "
+                             "MPI message carries: use a smaller data.batch", n);
+    int rc = grow(&m->buf, &m->buf_cap, n + 1);
+    if (rc) return rc;
+    char *at = m->buf;
+    for (int e = 0; e < m->E; e++, at += 8) memcpy(at, &cur[e]->n, 8);
+    for (int e = 0; e < m->E; e++) {
+        size_t v = (size_t)cur[e]->n * (size_t)cur[e]->dim * m->esz;
+        if (cur[e]->n == 0) continue; /* its buffers may be unallocated */
+        memcpy(at, cur[e]->pos, (size_t)cur[e]->n * 8);
+        at += (size_t)cur[e]->n * 8;
+        memcpy(at, cur[e]->val, v);
+        at += v;
+    }
+    *bytes = n;
+    return 0;
+}
+
+/* Receive another replica's sums (a pack_sums message) into each table's got. */
+static int recv_sums(struct trainer *t, int from)
+{
+    struct emb *m = t->emb;
+    MPI_Status st;
+    int rc = 0, bytes = 0;
+    CAIRN_CHECK(coll_probe(m->comm, from, TAG_ESUM, &st));
+    MPI_Get_count(&st, MPI_BYTE, &bytes);
+    CAIRN_CHECK(grow(&m->buf, &m->buf_cap, (size_t)bytes + 1));
+    CAIRN_CHECK_MPI(MPI_Recv(m->buf, bytes, MPI_BYTE, from, TAG_ESUM, m->comm, MPI_STATUS_IGNORE));
+    const char *at = m->buf;
+    size_t left = (size_t)bytes;
+    int64_t count[EMBED_MAX_TABLES];
+    if (left < (size_t)m->E * 8) goto bad;
+    for (int e = 0; e < m->E; e++, at += 8, left -= 8) memcpy(&count[e], at, 8);
+    for (int e = 0; e < m->E; e++) {
+        struct emb_tab *x = &m->tab[e];
+        size_t v = (size_t)count[e] * (size_t)x->spec->dim * m->esz;
+        if (count[e] < 0 || left < (size_t)count[e] * 8 + v) goto bad;
+        CAIRN_CHECK(sparse_rows_reserve(&x->got, t->dt, x->spec->dim, count[e]));
+        memcpy(x->got.pos, at, (size_t)count[e] * 8);
+        memcpy(x->got.val, at + count[e] * 8, v);
+        x->got.n = count[e];
+        at += (size_t)count[e] * 8 + v;
+        left -= (size_t)count[e] * 8 + v;
+    }
+    if (left == 0) return 0;
+bad:
+    return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__, "replica reader %d sent a malformed sum of "
+                         "embedding gradients (%d bytes)", from, bytes);
+cleanup:
+    return rc;
+}
+
+/* Replica 0: each shard the sum touches gets its rows' values. */
+static int send_pushes(struct trainer *t, const struct sparse_rows *const *cur)
+{
+    struct emb *m = t->emb;
+    int rc = 0, n = 0;
+    for (int p = 0; p < m->P; p++) {
+        int64_t bytes = 0, i0, i1;
+        for (int e = 0; e < m->E; e++) {
+            in_block(m, &m->tab[e], cur[e]->pos, cur[e]->n, p, &i0, &i1);
+            bytes += (i1 - i0) * cur[e]->dim * (int64_t)m->esz;
+        }
+        if (bytes == 0) continue;
+        char *v = realloc(m->reply[n], (size_t)bytes);
+        CAIRN_CHECK_ALLOC(v);
+        m->reply[n] = v;
+        for (int e = 0; e < m->E; e++) {
+            size_t row = (size_t)cur[e]->dim * m->esz;
+            in_block(m, &m->tab[e], cur[e]->pos, cur[e]->n, p, &i0, &i1);
+            if (i1 > i0) memcpy(v, (const char *)cur[e]->val + (size_t)i0 * row, (size_t)(i1 - i0) * row);
+            v += (size_t)(i1 - i0) * row;
+        }
+        CAIRN_CHECK_MPI(MPI_Isend(m->reply[n], (int)bytes, MPI_BYTE, m->R + p, TAG_EPUSH, m->comm, &m->rreq[n]));
+        n++;
+    }
+    rc = coll_wait(n, m->rreq);
+cleanup:
+    if (rc) MPI_Waitall(n, m->rreq, MPI_STATUSES_IGNORE);
+    return rc;
+}
+
+int emb_push(struct trainer *t)
+{
+    struct emb *m = t->emb;
+    int rc = 0;
+    const struct sparse_rows *cur[EMBED_MAX_TABLES];
+    for (int e = 0; e < m->E; e++) CAIRN_CHECK(sparse_tree_sum(&m->tab[e].tree, &cur[e]));
+    for (int d = 0; (1 << d) < m->R; d++) { /* the tree's top: level d pairs r and r + 2^d */
+        int r = m->me;
+        if (r & (1 << d)) {
+            size_t bytes = 0;
+            MPI_Request q;
+            CAIRN_CHECK(pack_sums(m, cur, &bytes));
+            CAIRN_CHECK_MPI(MPI_Isend(m->buf, (int)bytes, MPI_BYTE, r - (1 << d), TAG_ESUM, m->comm, &q));
+            return coll_wait(1, &q);
+        }
+        CAIRN_CHECK(recv_sums(t, r + (1 << d)));
+        for (int e = 0; e < m->E; e++) {
+            struct emb_tab *x = &m->tab[e];
+            struct sparse_rows *next = cur[e] == &x->sum[0] ? &x->sum[1] : &x->sum[0];
+            CAIRN_CHECK(sparse_rows_add(next, cur[e], &x->got));
+            cur[e] = next;
+        }
+    }
+    CAIRN_CHECK(send_pushes(t, cur));
+cleanup:
+    return rc;
+}
+
+/* ---- the shard's side --------------------------------------------------------------- */
+
+/* A request is E counts, then that many positions per table, each in
+ * this shard's block. */
+static int check_request(const struct emb *m, int source, const int64_t *q, int bytes)
+{
+    int64_t total = 0;
+    bool ok = bytes >= m->E * 8 && bytes % 8 == 0;
+    for (int e = 0; ok && e < m->E; e++) {
+        ok = q[e] >= 0 && q[e] <= bytes / 8;
+        total += ok ? q[e] : 0;
+    }
+    ok = ok && (int64_t)bytes == (m->E + total) * 8;
+    const int64_t *p = q + m->E;
+    for (int e = 0; ok && e < m->E; e++)
+        for (int64_t j = 0; ok && j < q[e]; j++, p++) ok = *p >= m->tab[e].lo && *p < m->tab[e].hi;
+    if (ok) return 0;
+    return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__,
+                         "rank %d of the embedding communicator sent a malformed pull request (%d bytes)",
+                         source, bytes);
+}
+
+struct serve_ctx {
+    struct trainer *t;
+    struct tensor *const *w;
+};
+
+static int on_request(void *arg, int source, void *data, int bytes)
+{
+    struct serve_ctx *s = arg;
+    struct trainer *t = s->t;
+    struct emb *m = t->emb;
+    int rc = check_request(m, source, data, bytes);
+    if (rc) return rc;
+    const int64_t *q = data, *p = q + m->E;
+    int64_t vbytes = 0;
+    for (int e = 0; e < m->E; e++) vbytes += q[e] * m->tab[e].spec->dim * (int64_t)m->esz;
+    if (m->n_out == m->cap_out) {
+        int cap = m->cap_out ? 2 * m->cap_out : 8;
+        char **o = realloc(m->out, (size_t)cap * sizeof *o);
+        if (o) m->out = o;
+        MPI_Request *r = realloc(m->oreq, (size_t)cap * sizeof *r);
+        if (r) m->oreq = r;
+        if (!o || !r) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+        m->cap_out = cap;
+    }
+    char *v = malloc((size_t)vbytes + 1), *at = v;
+    if (!v) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    for (int e = 0; e < m->E; e++) {
+        struct emb_tab *x = &m->tab[e];
+        size_t row = (size_t)x->spec->dim * m->esz;
+        if (x->n_req + q[e] > x->cap_req) {
+            int64_t cap = 2 * (x->n_req + q[e]);
+            int64_t *r = realloc(x->req, (size_t)cap * sizeof *r);
+            if (!r) {
+                free(v);
+                return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+            }
+            x->req = r;
+            x->cap_req = cap;
+        }
+        for (int64_t j = 0; j < q[e]; j++, p++) {
+            memcpy(at, (const char *)s->w[e]->data + (size_t)(*p - x->lo) * row, row);
+            at += row;
+            x->req[x->n_req++] = *p;
+        }
+    }
+    m->out[m->n_out] = v;
+    rc = MPI_Isend(v, (int)vbytes, MPI_BYTE, source, TAG_EROWS, m->comm, &m->oreq[m->n_out]);
+    if (rc != MPI_SUCCESS) {
+        free(v);
+        return cairn_err_mpi(rc, __FILE__, __LINE__, "MPI_Isend");
+    }
+    m->n_out++;
+    return 0;
+}
+
+int emb_serve(struct trainer *t, struct tensor *const *w)
+{
+    struct emb *m = t->emb;
+    struct serve_ctx s = {t, w};
+    int rc = 0;
+    for (int e = 0; e < m->E; e++) m->tab[e].n_req = 0;
+    rc = coll_exchange(m->comm, TAG_EREQ + (int)(m->round++ & 1), 0, NULL, NULL, NULL, on_request, &s);
+    int done = coll_wait(m->n_out, m->oreq);
+    for (int i = 0; i < m->n_out; i++) free(m->out[i]);
+    m->n_out = 0;
+    if (rc || done) return rc ? rc : done;
+    m->served = 0;
+    for (int e = 0; e < m->E; e++) { /* the union of the positions asked for, sorted */
+        struct emb_tab *x = &m->tab[e];
+        if (x->n_req) qsort(x->req, (size_t)x->n_req, sizeof *x->req, pos_cmp);
+        int64_t u = 0;
+        for (int64_t j = 0; j < x->n_req; j++)
+            if (j == 0 || x->req[j] != x->req[j - 1]) x->req[u++] = x->req[j];
+        x->n_req = u;
+        m->served += u;
+    }
+    return 0;
+}
+
+/* Post the receive of this round's push (the rows served: their values, in
+ * order), so that replica 0's send completes while the dense updates run. */
+int emb_expect_push(struct trainer *t)
+{
+    struct emb *m = t->emb;
+    int rc = 0;
+    int64_t bytes = 0;
+    m->push = MPI_REQUEST_NULL;
+    if (m->served == 0) return 0; /* no pull, so no push */
+    for (int e = 0; e < m->E; e++) bytes += m->tab[e].n_req * m->tab[e].spec->dim * (int64_t)m->esz;
+    CAIRN_CHECK(grow(&m->buf, &m->buf_cap, (size_t)bytes + 1));
+    m->push_bytes = (int)bytes;
+    CAIRN_CHECK_MPI(MPI_Irecv(m->buf, (int)bytes + 1, MPI_BYTE, 0, TAG_EPUSH, m->comm, &m->push));
+cleanup:
+    return rc;
+}
+
+int emb_update(struct trainer *t, struct tensor *const *w, struct tensor *const *mm,
+               struct tensor *const *v, const struct optim_args *a)
+{
+    struct emb *m = t->emb;
+    int rc = 0;
+    if (m->served == 0) return 0;
+    CAIRN_CHECK(coll_wait_sized(1, &m->push, &m->push_bytes));
+    const char *g = m->buf;
+    for (int e = 0; e < m->E; e++) {
+        struct emb_tab *x = &m->tab[e];
+        size_t row = (size_t)x->spec->dim * m->esz;
+        for (int64_t j = 0; j < x->n_req; j++, g += row) {
+            size_t at = (size_t)(x->req[j] - x->lo) * row;
+            optim_update(t->dt, a, x->spec->dim, (char *)w[e]->data + at, g,
+                         mm && mm[e] ? (char *)mm[e]->data + at : NULL, v && v[e] ? (char *)v[e]->data + at : NULL);
+        }
+    }
+cleanup:
+    return rc;
+}
