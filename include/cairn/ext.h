@@ -4,8 +4,7 @@
  * meant to be others.  An extension owns some top-level job-file keys, adds
  * groups and generated tasks to the plan, asks the layout for the
  * communicators it needs, keeps per-rank state at run time, and brings its
- * own ops (listed in src/app/registry.c), whose kernels get that state as
- * op_call.state.  The core (config,
+ * own ops (ext_def.ops), whose kernels get that state as op_call.state.  The core (config,
  * plan, layout, runner, exec) calls only the hooks below and never names an
  * extension; src/app/registry.c lists the ones linked in.
  *
@@ -26,8 +25,12 @@ struct plan;
 struct runtime;
 struct strbuf;
 
+struct op_def;
+
 struct ext_def {
     const char *name;
+    /* Its ops, NULL-terminated: listed after the core's (op_all). */
+    const struct op_def *const *ops;
     /* ---- the job file (config.c) ---- */
     const char *const *keys;      /* top-level keys it owns, NULL-terminated */
     const char *const *stop_keys; /* keys of the stop section it owns, NULL-terminated */
@@ -46,6 +49,9 @@ struct ext_def {
      * needs of the plan goes into *part (plan arena).  Ops it generates
      * carry op_node.ext = ext + 1, the plan extension's index + 1. */
     int (*plan_tasks)(struct plan *p, const void *spec, int ext, void **part);
+    /* Optional: what `cairn print` shows of it after the groups (the model
+     * and where its state goes, say), whole lines. */
+    int (*describe)(const void *spec, const void *part, struct strbuf *out);
     /* ---- run time ---- */
     /* The communicators it needs: for communicator i, this rank's
      * MPI_Comm_split color (-1: not a member) and key.  The layout makes
@@ -63,8 +69,10 @@ struct ext_def {
      * epoch's log line, both meaningful on world rank 0. */
     int (*epoch_stats)(void *state, double steps_seconds, struct strbuf *fields,
                        struct strbuf *text);
-    /* Collective: leave no message in flight (before a checkpoint, after
-     * the last epoch, before a preemption's exit). */
+    /* Collective: leave no message in flight and the state whole, so that
+     * a checkpoint saves what a restart needs (before every checkpoint,
+     * and after the last epoch).  It may be called again with nothing
+     * new in between. */
     int (*quiesce)(void *state);
 };
 

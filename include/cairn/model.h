@@ -16,6 +16,8 @@ struct train_spec;
  * state), and its dataset in a gradients file, "grads/L<l>/W". */
 void model_param_name(int k, const char *suffix, char *out, size_t size);
 void model_grad_name(int k, char *out, size_t size);
+/* grads/embeddings/<table>/<what>: a table's touched rows' gradient. */
+void model_table_grad_name(const char *table, const char *what, char *out, size_t size);
 int64_t model_param_rows(const struct train_spec *t, int k);
 int64_t model_param_cols(const struct train_spec *t, int k);
 /* Rows [lo, lo + v's rows) of parameter k's initial value into v (already
@@ -29,7 +31,10 @@ int64_t model_train_rows(const struct train_spec *t, int64_t n);
 /* The single-process reference: the gradients of the first mini-batch
  * (all replicas' samples, split into the job's micro-batches as one
  * replica would), computed with the same kernels but no pipeline, PS or
- * MPI, written as /grads/L<i>/W and /grads/L<i>/b to out.  For the
+ * MPI, written as /grads/L<i>/W and /grads/L<i>/b to out, and for each
+ * embedding table the rows the batch touched, in position order
+ * (partition.h's spread), as /grads/embeddings/<name>/ids [n] and .../rows
+ * [n, dim] (the reference holds every table whole).  For the
  * gradient-transparency test (cairn grads). */
 int model_reference_grads(const struct train_spec *t, uint64_t seed, const char *out);
 

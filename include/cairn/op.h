@@ -107,7 +107,8 @@ struct op_def {
 };
 
 const struct op_def *op_find(const char *name);
-/* The registry (src/app/registry.c), in listing order; *n receives its length. */
+/* Every op: the core's (src/app/registry.c), then each extension's
+ * (ext_def.ops), in listing order; *n receives the count. */
 const struct op_def *const *op_all(int *n);
 /* Index of a parameter in def->params, or -1. */
 int op_param_index(const struct op_def *def, const char *key);

@@ -24,6 +24,8 @@ struct run_opts {
  * the caller's rank 0 reports it).  CAIRN_EPREEMPTED: a preemption signal
  * or the time limit stopped the job at a step boundary after a committed
  * checkpoint (and, under Slurm, a requeue request); rerunning continues.
+ * Rank 0 has said so on stderr already, before the requeue, which may end
+ * the process.
  * Failures of single ops abort the job (see exec.h).  Once the run has
  * started (a refusal at start-up changes nothing in the run directory),
  * rank 0 leaves how it ended in RUN_DIR/exit_status (see cairn(1)). */

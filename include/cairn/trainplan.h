@@ -7,6 +7,7 @@
 
 struct cfg;
 struct plan;
+struct strbuf;
 struct group;
 struct diags;
 
@@ -22,5 +23,8 @@ int trainplan_groups(const struct plan *p, const void *spec, struct group **gen,
 /* Put the generated tasks before the job's in each phase; *part receives
  * the struct train_plan. */
 int trainplan_tasks(struct plan *p, const void *spec, int ext, void **part);
+/* `cairn print`'s lines on the model: layers, tables and their shards,
+ * the most memory a stage rank and a shard hold. */
+int trainplan_describe(const void *spec, const void *part, struct strbuf *out);
 
 #endif

@@ -42,6 +42,11 @@ expect_grep print/loop $p "^    with loop\(until=done\):$"
 expect_grep print/parallel $p "^      with parallel\(\):$"
 expect_grep print/op-args $p "^          b = broadcast\(b, root=1\)$"
 expect_grep print/stop $p "^  max_epochs = 2$"
+# a model job: its layers, tables and memory (the training extension's lines)
+p=print-ctr.out
+expect_grep print/model $p "^model: 13 inputs \+ 32 from tables -> 128 relu -> 64 relu -> 2 identity; softmax_cross_entropy, f32$"
+expect_grep print/table $p "^  table user: 1000000 x 16, the sum of ids 'user'; up to 500000 rows on each of 2 shards$"
+expect_grep print/memory $p "^  memory: up to 0\.2 MiB per stage rank, 100\.8 MiB per PS shard"
 run print-counter-4 "$CAIRN" print "$JOBS/counter.cfg" --ranks 4
 expect_grep print/spare print-counter-4.out "spare: ranks 1-3 idle"
 expect_grep print/read print-counter-4.out \

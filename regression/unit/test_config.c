@@ -1,4 +1,5 @@
 /* Job files: typed values, every problem at once, --set overrides. */
+#include "cairn/op.h"
 #include "unit.h"
 
 static const char *const base =
@@ -96,6 +97,19 @@ static void reports_every_problem(void **state)
     diags_free(&d);
 }
 
+/* The core's ops and every extension's (ext_def.ops) form one list in
+ * which each name appears once, extensions' ops included. */
+static void ops_have_distinct_names(void **state)
+{
+    (void)state;
+    int n = 0;
+    const struct op_def *const *all = op_all(&n);
+    assert_true(n > 16);
+    assert_non_null(op_find("train_step")); /* the training extension's */
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) assert_string_not_equal(all[i]->name, all[j]->name);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -103,6 +117,7 @@ int main(void)
         cmocka_unit_test(overrides),
         cmocka_unit_test(bad_overrides_name_the_override),
         cmocka_unit_test(reports_every_problem),
+        cmocka_unit_test(ops_have_distinct_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

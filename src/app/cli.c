@@ -440,7 +440,7 @@ static int cmd_run(int argc, char **argv)
     }
     if (rc && me == 0) {
         diags_print(&d, stderr);
-        if (d.n == 0) fprintf(stderr, "cairn: %s\n", cairn_errmsg());
+        if (d.n == 0 && rc != CAIRN_EPREEMPTED) fprintf(stderr, "cairn: %s\n", cairn_errmsg()); /* it said that */
     }
     diags_free(&d);
     plan_destroy(&plan);
@@ -780,7 +780,10 @@ static const char usage_grads[] =
     "The gradients of a model job's first mini-batch, split into the job's\n"
     "micro-batches, computed in this one process with no pipeline, parameter\n"
     "server or MPI: the reference for the distributed gradients the job's\n"
-    "debug.grads option writes.  Datasets /grads/L<i>/W and /grads/L<i>/b.\n";
+    "debug.grads option writes.  Datasets /grads/L<i>/W and /grads/L<i>/b,\n"
+    "and for each embedding table the rows the batch touched:\n"
+    "/grads/embeddings/<name>/ids and .../rows (in the order the shards hold\n"
+    "them).  Embedding tables are held whole in this process.\n";
 
 static int cmd_grads(int argc, char **argv)
 {

@@ -142,13 +142,16 @@ int plan_print(const struct plan *p, FILE *out)
         strbuf_addf(&b, "  (spare: rank %d idles)\n", p->used_ranks);
     else if (p->nranks > p->used_ranks)
         strbuf_addf(&b, "  (spare: ranks %d-%d idle)\n", p->used_ranks, p->nranks - 1);
+    int rc = 0;
+    for (int i = 0; i < p->n_exts && rc == 0; i++)
+        if (p->exts[i].def->describe) rc = p->exts[i].def->describe(p->exts[i].spec, p->exts[i].part, &b);
     print_phase(&b, p, PHASE_INIT);
     print_phase(&b, p, PHASE_EPOCH);
     if (p->phases[PHASE_EPOCH_END].n) print_phase(&b, p, PHASE_EPOCH_END);
     print_stop(&b, p);
     print_phase(&b, p, PHASE_DOWNLOAD);
     print_phase(&b, p, PHASE_EXIT);
-    int rc = strbuf_finish(&b);
+    if (rc == 0) rc = strbuf_finish(&b);
     if (rc == 0) fputs(strbuf_str(&b), out);
     strbuf_free(&b);
     return rc;

@@ -301,6 +301,16 @@ cleanup:
     return rc;
 }
 
+/* A checkpoint of a settled state: no extension has a message in flight. */
+static int save_settled(struct runtime *rt, const struct ckpt_meta *m)
+{
+    int rc = 0;
+    CAIRN_CHECK(quiesce_exts(rt));
+    CAIRN_CHECK(ckpt_save(rt->ckpt, m));
+cleanup:
+    return rc;
+}
+
 /* ---- preemption ------------------------------------------------------------- */
 
 /* Stop this far before the job's end: the longest checkpoint and step so
@@ -381,7 +391,7 @@ static int preempted(struct runtime *rt, const struct run_opts *o, const struct 
         snprintf(what, sizeof what, "the time limit (margin %.0f s)", time_margin(rt));
     ckpt_position(m->epoch, m->step, at, sizeof at);
     if (is_root(rt)) runlog_line(rt->log, "preempted by %s %s: saving and stopping", what, at);
-    if (!tried) CAIRN_CHECK(ckpt_save(rt->ckpt, m));
+    if (!tried) CAIRN_CHECK(save_settled(rt, m));
     bool saved = ckpt_committed_at(rt->ckpt, m);
     if (saved)
         snprintf(outcome, sizeof outcome, "checkpoint saved in %s", ckpt_dir(rt->ckpt));
@@ -390,14 +400,19 @@ static int preempted(struct runtime *rt, const struct run_opts *o, const struct 
                  "a rerun repeats the work since the newest committed checkpoint in %s (or "
                  "starts over if there is none)",
                  ckpt_dir(rt->ckpt));
-    CAIRN_CHECK(quiesce_exts(rt));
+    char stop[4400];
+    snprintf(stop, sizeof stop, "preempted by %s %s: %s; exit %d: rerun to continue", what, at, outcome,
+             CAIRN_EXIT_PREEMPTED);
     if (is_root(rt)) {
         ckpt_run_ended(rt->ckpt); /* an orderly stop: the rerun is no crash retry */
+        /* Slurm may end this process as soon as it requeues the job, so
+         * how the run stopped is said before: on stderr and in exit_status */
+        fprintf(stderr, "cairn: %s\n", stop);
+        fflush(stderr);
+        write_exit_status(o->run_dir, CAIRN_EPREEMPTED);
         requeue(rt, o, saved);
     }
-    rc = cairn_err_set(CAIRN_EPREEMPTED, __FILE__, __LINE__,
-                       "preempted by %s %s: %s; exit %d: rerun to continue", what, at, outcome,
-                       CAIRN_EXIT_PREEMPTED);
+    rc = cairn_err_set(CAIRN_EPREEMPTED, __FILE__, __LINE__, "%s", stop);
 cleanup:
     return rc;
 }
@@ -467,7 +482,7 @@ static int run_epochs(struct runtime *rt, const struct run_opts *o, struct ckpt_
         CAIRN_CHECK(log_epoch(rt, e, clock_now() - t0));
         bool stop = by_blob || by_max, tried = false;
         if (ckpt_enabled(rt->ckpt) && (stop || e % ckpt_every(rt->ckpt) == 0)) {
-            CAIRN_CHECK(ckpt_save(rt->ckpt, m));
+            CAIRN_CHECK(save_settled(rt, m));
             tried = true;
         }
         if (stop) break; /* the epochs are over: finish rather than stop */
@@ -497,7 +512,7 @@ static int start(struct runtime *rt, struct ckpt_meta *m)
         return 0;
     }
     CAIRN_CHECK(run_phase(rt, PHASE_INIT));
-    CAIRN_CHECK(ckpt_save(rt->ckpt, m));
+    CAIRN_CHECK(save_settled(rt, m));
 cleanup:
     return rc;
 }

@@ -114,10 +114,11 @@ static void parse_table(struct cfg *c, const config_setting_t *e, struct train_s
     for (int j = 0; j < i && x->name; j++)
         if (t->tables[j].name && strcmp(t->tables[j].name, x->name) == 0)
             cfg_err(c, e, "table '%s' is declared twice (first at line %d)", x->name, t->tables[j].line);
-    /* the download moves a table with one MPI call (download.c) */
+    /* the bound the rest of the state keeps (a layer's W, model.inputs);
+     * tables are not yet tested beyond it */
     if (x->rows * x->dim > INT_MAX)
-        cfg_err(c, e, "table '%s' has %lld x %lld = %lld values, more than the %d that cairn moves "
-                      "in one MPI call when it gathers the model",
+        cfg_err(c, e, "table '%s' has %lld x %lld = %lld values, more than the %d that cairn "
+                      "takes in one table",
                 x->name ? x->name : "?", (long long)x->rows, (long long)x->dim,
                 (long long)(x->rows * x->dim), INT_MAX);
     t->width0 += x->dim;

@@ -10,7 +10,11 @@
  * model.h5 (written by trainer 0 in the exit phase; a contract for users'
  * tools, see cairn-job(5)): /layers/<i>/W [inputs, units] and
  * /layers/<i>/b [units] with y = act(x W + b); attribute activation on
- * /layers/<i>; loss, dtype, inputs, layers, job_name, cairn_version on /. */
+ * /layers/<i>; loss, dtype, inputs, layers, job_name, cairn_version on /;
+ * /embeddings/<name>/table [rows, dim] in id order.  Tables are not
+ * downloaded: while trainer 0 writes model.h5, the shards stream each
+ * table to it a block of ids at a time (one MPI_Gatherv per block on the
+ * download communicator), so no rank ever holds a table whole. */
 #include "train_priv.h"
 
 #include "cairn/clock.h"
@@ -139,13 +143,13 @@ cleanup:
 int train_op_download(struct op_call *c)
 {
     struct trainer *t = c->state;
-    int rc = 0, K = 2 * t->tp->n_layers + t->spec->n_tables; /* the tables, in position order */
+    int rc = 0, K = 2 * t->tp->n_layers; /* the dense parameters: tables stream at the exit */
     bool ps = t->role == ROLE_PS, root = c->ctx->rt->layout->rank == 0;
     double t0 = 0, bytes = 0, gatherv = 0;
     int *counts = NULL, *displs = NULL;
     for (int k = 0; !ps && k < K; k++) { /* the results, in memory before the clock starts */
         struct tensor *out = &c->out[k]->t;
-        bool vec = k % 2 && k < 2 * t->tp->n_layers;
+        bool vec = k % 2;
         struct shape s = {.ndim = vec ? 1 : 2, .d = {root ? param_rows(t, k) : 0, param_cols(t, k)}};
         CAIRN_CHECK(tensor_resize(out, t->dt, &s));
         if (tensor_bytes(out)) memset(out->data, 0, tensor_bytes(out)); /* empty off trainer 0 */
@@ -186,46 +190,98 @@ cleanup:
 
 /* ---- model.h5 ------------------------------------------------------------------ */
 
-/* /embeddings/<name>/table [rows, dim]: row i is the id i's vector (the
- * download holds them in spread order), with the ids dataset and the
- * combine rule as attributes.  Written in id order a block at a time, so
- * the download is the one whole copy of the table trainer 0 holds. */
+/* ---- tables, streamed from the shards ---- */
+
 enum { TABLE_BLOCK_ROWS = 1 << 16 };
-static int write_table(struct trainer *t, hid_t parent, int e, const struct tensor *v)
+
+/* Ids [lo, lo + n) of table e: the values each shard holds of them
+ * (counts[p + 1]; counts[0] = 0, trainer 0's) and, if owner, each id's
+ * shard.  Row i is at position spread_pos(i), in shard pos / B's block. */
+static void block_owners(const struct trainer *t, int e, int64_t lo, int64_t n, int *counts, int *owner)
+{
+    const struct embed_spec *x = &t->spec->tables[e];
+    int P = t->tp->shards;
+    int64_t a = spread_step(x->rows), B = (x->rows + P - 1) / P;
+    for (int p = 0; p <= P; p++) counts[p] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int p = (int)(spread_pos(lo + i, x->rows, a) / B);
+        counts[p + 1] += (int)x->dim;
+        if (owner) owner[i] = p;
+    }
+}
+
+/* A shard's side: its rows of each block of ids, in id order (v: its rows
+ * of table e, in position order). */
+static int send_table(struct trainer *t, int e, const struct tensor *v)
 {
     const struct embed_spec *x = &t->spec->tables[e];
     int rc = 0;
     size_t row = (size_t)x->dim * t->esz;
-    int64_t a = spread_step(x->rows), n = x->rows < TABLE_BLOCK_ROWS ? x->rows : TABLE_BLOCK_ROWS;
-    char *buf = malloc((size_t)n * row + 1);
-    hid_t d = H5I_INVALID_HID, g = h5_create_group(parent, x->name);
-    CAIRN_CHECK_H5(g);
+    int64_t a = spread_step(x->rows), lo, hi, B = x->rows < TABLE_BLOCK_ROWS ? x->rows : TABLE_BLOCK_ROWS;
+    block_range(x->rows, t->tp->shards, t->shard, &lo, &hi);
+    char *buf = malloc((size_t)B * row + 1);
     CAIRN_CHECK_ALLOC(buf);
+    for (int64_t first = 0; first < x->rows; first += B) {
+        int64_t n = x->rows - first < B ? x->rows - first : B, m = 0;
+        for (int64_t i = 0; i < n; i++) {
+            int64_t pos = spread_pos(first + i, x->rows, a);
+            if (pos >= lo && pos < hi) memcpy(buf + (size_t)m++ * row, (const char *)v->data + (size_t)(pos - lo) * row, row);
+        }
+        CAIRN_CHECK_MPI(MPI_Gatherv(buf, (int)(m * x->dim), coll_type(t->dt), NULL, NULL, NULL, coll_type(t->dt), 0, t->dl));
+    }
+cleanup:
+    free(buf);
+    return rc;
+}
+
+/* Trainer 0's side: /embeddings/<name>/table under parent, in id order,
+ * with the ids dataset and the combine rule as attributes.  (An error
+ * here ends the run, MPI_Abort included, so the shards do not wait.) */
+static int recv_table(struct trainer *t, hid_t parent, int e)
+{
+    const struct embed_spec *x = &t->spec->tables[e];
+    int rc = 0, P = t->tp->shards;
+    size_t row = (size_t)x->dim * t->esz;
+    int64_t B = x->rows < TABLE_BLOCK_ROWS ? x->rows : TABLE_BLOCK_ROWS;
+    char *got = malloc((size_t)B * row + 1), *ordered = malloc((size_t)B * row + 1);
+    int *owner = malloc((size_t)B * sizeof *owner), *counts = malloc((size_t)(P + 1) * sizeof *counts);
+    int *displs = malloc((size_t)(P + 1) * sizeof *displs), *next = malloc((size_t)(P + 1) * sizeof *next);
+    hid_t g = H5I_INVALID_HID, d = H5I_INVALID_HID;
+    CAIRN_CHECK_ALLOC(got && ordered && owner && counts && displs && next ? got : NULL);
     struct shape s = {.ndim = 2, .d = {x->rows, x->dim}};
-    d = h5_create_dataset(g, "table", t->dt, &s, H5P_DEFAULT);
-    CAIRN_CHECK_H5(d);
-    for (int64_t lo = 0; lo < x->rows; lo += n) {
-        int64_t m = x->rows - lo < n ? x->rows - lo : n;
-        for (int64_t i = 0; i < m; i++)
-            memcpy(buf + (size_t)i * row, (const char *)v->data + (size_t)spread_pos(lo + i, x->rows, a) * row, row);
-        CAIRN_CHECK(h5_write_rows(d, t->dt, lo, m, buf, H5P_DEFAULT));
+    CAIRN_CHECK_H5(g = h5_create_group(parent, x->name));
+    CAIRN_CHECK_H5(d = h5_create_dataset(g, "table", t->dt, &s, H5P_DEFAULT));
+    for (int64_t first = 0; first < x->rows; first += B) {
+        int64_t n = x->rows - first < B ? x->rows - first : B;
+        block_owners(t, e, first, n, counts, owner);
+        for (int p = 0, at = 0; p <= P; at += counts[p++]) displs[p] = at;
+        CAIRN_CHECK_MPI(MPI_Gatherv(NULL, 0, coll_type(t->dt), got, counts, displs, coll_type(t->dt), 0, t->dl));
+        for (int p = 0; p < P; p++) next[p] = displs[p + 1];
+        for (int64_t i = 0; i < n; i++) { /* the shards' runs, interleaved back into id order */
+            memcpy(ordered + (size_t)i * row, got + (size_t)next[owner[i]] * t->esz, row);
+            next[owner[i]] += (int)x->dim;
+        }
+        CAIRN_CHECK(h5_write_rows(d, t->dt, first, n, ordered, H5P_DEFAULT));
     }
     CAIRN_CHECK(h5_attr_put_str(g, "ids", x->ids));
     CAIRN_CHECK(h5_attr_put_str(g, "combine", x->mean ? "mean" : "sum"));
 cleanup:
-    free(buf);
     if (d >= 0 && H5Dclose(d) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Dclose");
     if (g >= 0 && H5Gclose(g) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Gclose");
+    free(got);
+    free(ordered);
+    free(owner);
+    free(counts);
+    free(displs);
+    free(next);
     return rc;
 }
 
-static int write_model(struct trainer *t, struct op_call *c, const char *path)
+static int write_layers(struct trainer *t, struct op_call *c, hid_t f)
 {
     int rc = 0;
     const struct train_spec *sp = t->spec;
-    hid_t f = H5I_INVALID_HID, layers = H5I_INVALID_HID, g = H5I_INVALID_HID;
-    h5_quiet();
-    CAIRN_CHECK(h5_create_file(path, H5P_DEFAULT, &f));
+    hid_t layers = H5I_INVALID_HID, g = H5I_INVALID_HID;
     CAIRN_CHECK(h5_attr_put_str(f, "loss", loss_name(sp->loss)));
     CAIRN_CHECK(h5_attr_put_str(f, "dtype", dtype_name(sp->dtype)));
     CAIRN_CHECK(h5_attr_put_str(f, "job_name", c->ctx->rt->plan->job->name));
@@ -233,13 +289,6 @@ static int write_model(struct trainer *t, struct op_call *c, const char *path)
     CAIRN_CHECK(h5_attr_put_i64(f, "inputs", sp->inputs));
     CAIRN_CHECK(h5_attr_put_i64(f, "layers", sp->n_layers));
     CAIRN_CHECK(h5_attr_put_i64(f, "epochs", c->ctx->rt->epoch));
-    if (sp->n_tables) {
-        hid_t emb = h5_create_group(f, "embeddings");
-        CAIRN_CHECK_H5(emb);
-        for (int e = 0; e < sp->n_tables && rc == 0; e++) rc = write_table(t, emb, e, &c->in[2 * sp->n_layers + e]->t);
-        if (H5Gclose(emb) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Gclose");
-        if (rc) goto cleanup;
-    }
     layers = h5_create_group(f, "layers");
     CAIRN_CHECK_H5(layers);
     for (int l = 0; l < sp->n_layers; l++) {
@@ -257,18 +306,41 @@ static int write_model(struct trainer *t, struct op_call *c, const char *path)
 cleanup:
     if (g >= 0) H5Gclose(g);
     if (layers >= 0 && H5Gclose(layers) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Gclose");
+    return rc;
+}
+
+static int write_model(struct trainer *t, struct op_call *c, const char *path)
+{
+    int rc = 0;
+    hid_t f = H5I_INVALID_HID, emb = H5I_INVALID_HID;
+    h5_quiet();
+    CAIRN_CHECK(h5_create_file(path, H5P_DEFAULT, &f));
+    CAIRN_CHECK(write_layers(t, c, f));
+    if (t->spec->n_tables) {
+        double t0 = clock_now();
+        CAIRN_CHECK_H5(emb = h5_create_group(f, "embeddings"));
+        for (int e = 0; e < t->spec->n_tables; e++) CAIRN_CHECK(recv_table(t, emb, e));
+        runlog_line(t->rt->log, "model.h5: %d table%s streamed from %d shard%s and written in %.3f s",
+                    t->spec->n_tables, t->spec->n_tables == 1 ? "" : "s", t->tp->shards,
+                    t->tp->shards == 1 ? "" : "s", clock_now() - t0);
+    }
+cleanup:
+    if (emb >= 0 && H5Gclose(emb) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Gclose");
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
     return rc;
 }
 
-/* Trainer 0 writes RUN_DIR/model.h5, atomically (a .tmp, fsync, rename). */
+/* Trainer 0 writes RUN_DIR/model.h5, atomically (a .tmp, fsync, rename);
+ * on the PS group (inputs: the tables) the shards stream the tables to it. */
 int train_op_save_model(struct op_call *c)
 {
     struct trainer *t = c->state;
-    if (c->ctx->rt->layout->rank != 0) return 0;
     int rc = 0;
+    for (int e = 0; t->role == ROLE_PS && e < t->spec->n_tables && rc == 0; e++) rc = send_table(t, e, &c->in[e]->t);
+    if (t->role == ROLE_PS) return rc;
+    if (c->ctx->rt->layout->rank != 0) return 0;
     bool renamed = false;
-    char path[4200], tmp[4300];
+    char path[4200], tmp[4300] = "";
     CAIRN_CHECK(fsx_join(path, sizeof path, c->ctx->rt->run_dir, "model.h5"));
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     CAIRN_CHECK(write_model(t, c, tmp));
@@ -282,7 +354,7 @@ cleanup:
         cairn_err_wrap(rc, "model.h5 removed (the last checkpoint holds the trained state, and "
                            "running the job again writes it): ");
     } else if (rc) {
-        unlink(tmp);
+        if (*tmp) unlink(tmp);
         cairn_err_wrap(rc, "model.h5 not written (the last checkpoint holds the trained state, and "
                            "running the job again writes it): ");
     }

@@ -30,6 +30,8 @@
 #include "cairn/embed_bag.h"
 #include "cairn/embed_ids.h"
 #include "cairn/error.h"
+#include "cairn/h5util.h"
+#include "cairn/model.h"
 #include "cairn/optim.h"
 #include "cairn/partition.h"
 #include "cairn/reader.h"
@@ -622,5 +624,40 @@ int emb_update(struct trainer *t, struct tensor *const *w, struct tensor *const 
         }
     }
 cleanup:
+    return rc;
+}
+
+int emb_dump_grads(struct trainer *t, int64_t f)
+{
+    struct emb *m = t->emb;
+    int rc = 0;
+    const char *g = m->buf;
+    int64_t *ids = NULL;
+    hid_t d = H5I_INVALID_HID;
+    for (int e = 0; e < m->E; e++) {
+        struct emb_tab *x = &m->tab[e];
+        int64_t n = m->served ? x->n_req : 0, at = 0, total = 0, a = spread_step(x->spec->rows);
+        char name[96];
+        CAIRN_CHECK_MPI(MPI_Exscan(&n, &at, 1, MPI_INT64_T, MPI_SUM, t->group));
+        CAIRN_CHECK_MPI(MPI_Allreduce(&n, &total, 1, MPI_INT64_T, MPI_SUM, t->group));
+        if (t->shard == 0) at = 0; /* MPI_Exscan leaves rank 0's undefined */
+        free(ids);
+        CAIRN_CHECK_ALLOC(ids = malloc((size_t)(n + 1) * sizeof *ids));
+        for (int64_t j = 0; j < n; j++) ids[j] = spread_row(x->req[j], x->spec->rows, a);
+        struct shape is = {.ndim = 1, .d = {total}}, rs = {.ndim = 2, .d = {total, x->spec->dim}};
+        model_table_grad_name(x->spec->name, "ids", name, sizeof name);
+        CAIRN_CHECK_H5(d = h5_create_dataset(f, name, DT_I64, &is, H5P_DEFAULT));
+        CAIRN_CHECK(h5_write_rows(d, DT_I64, at, n, ids, H5P_DEFAULT));
+        H5Dclose(d);
+        model_table_grad_name(x->spec->name, "rows", name, sizeof name);
+        CAIRN_CHECK_H5(d = h5_create_dataset(f, name, t->dt, &rs, H5P_DEFAULT));
+        CAIRN_CHECK(h5_write_rows(d, t->dt, at, n, g, H5P_DEFAULT));
+        H5Dclose(d);
+        d = H5I_INVALID_HID;
+        g += (size_t)(n * x->spec->dim) * m->esz;
+    }
+cleanup:
+    if (d >= 0) H5Dclose(d);
+    free(ids);
     return rc;
 }

@@ -2,6 +2,8 @@
  * include/cairn/model.h. */
 #include "cairn/model.h"
 
+#include "cairn/embed_bag.h"
+#include "cairn/embed_ids.h"
 #include "cairn/error.h"
 #include "cairn/h5util.h"
 #include "cairn/job.h"
@@ -71,6 +73,11 @@ void model_grad_name(int k, char *out, size_t size)
     snprintf(out, size, "grads/L%d/%s", k / 2, k % 2 ? "b" : "W");
 }
 
+void model_table_grad_name(const char *table, const char *what, char *out, size_t size)
+{
+    snprintf(out, size, "grads/embeddings/%s/%s", table, what);
+}
+
 int64_t model_train_rows(const struct train_spec *t, int64_t n)
 {
     if (t->holdout_file || t->holdout <= 0) return n;
@@ -80,11 +87,21 @@ int64_t model_train_rows(const struct train_spec *t, int64_t n)
 
 /* ---- the reference ------------------------------------------------------------ */
 
+/* A table in the reference: whole, in position order (partition.h's
+ * spread), and the batch's ids as embed_bag.h takes them. */
+struct ref_table {
+    struct tensor w, ids;
+    int64_t k, n_pos, *pos, *slot, *mark;
+    struct sparse_rows leaf;
+    struct sparse_tree tree;
+};
+
 struct ref {
     const struct train_spec *t;
     int L;
     struct tensor *W, *b, *dW, *db, *a; /* a[0] = input, a[l+1] = layer l's output */
     struct tensor g[2];
+    struct ref_table *tab;
 };
 
 static int ref_params(struct ref *r, uint64_t seed)
@@ -106,16 +123,16 @@ cleanup:
 
 /* Forward, loss and backward of rows [lo, hi) of x/y; the gradients go to
  * dW and db (by layer, overwritten). */
-static int ref_micro(struct ref *r, const struct tensor *x, const struct tensor *y, int64_t lo,
+static int ref_micro(struct ref *r, const struct tensor *x, const struct tensor *y, int64_t i, int64_t lo,
                      int64_t hi, int64_t batch, int64_t k_targets, struct tensor *dW, struct tensor *db)
 {
     int rc = 0;
     const struct train_spec *t = r->t;
-    int64_t n = hi - lo, k = t->layers[r->L - 1].units, correct;
+    int64_t n = hi - lo, k = t->layers[r->L - 1].units, correct, w = t->width0;
     size_t esz = dtype_size(t->dtype);
-    struct shape s0 = {.ndim = 2, .d = {n, t->inputs}};
+    struct shape s0 = {.ndim = 2, .d = {n, w}};
     CAIRN_CHECK(tensor_resize(&r->a[0], t->dtype, &s0));
-    memcpy(r->a[0].data, (char *)x->data + (size_t)(lo * t->inputs) * esz, (size_t)(n * t->inputs) * esz);
+    memcpy(r->a[0].data, (char *)x->data + (size_t)(lo * w) * esz, (size_t)(n * w) * esz);
     for (int l = 0; l < r->L; l++) {
         struct shape s = {.ndim = 2, .d = {n, t->layers[l].units}};
         CAIRN_CHECK(tensor_resize(&r->a[l + 1], t->dtype, &s));
@@ -128,7 +145,7 @@ static int ref_micro(struct ref *r, const struct tensor *x, const struct tensor 
     const void *targets = k_targets ? (char *)y->data + (size_t)(lo * k) * esz : NULL;
     nn_loss(t->dtype, t->loss, n, k, r->a[r->L].data, labels, targets, batch, r->g[r->L % 2].data, &correct);
     for (int l = r->L - 1; l >= 0; l--) {
-        struct tensor *dx = l ? &r->g[l % 2] : NULL;
+        struct tensor *dx = l || t->n_tables ? &r->g[l % 2] : NULL; /* tables need layer 0's */
         if (dx) {
             struct shape s = {.ndim = 2, .d = {n, model_param_rows(t, 2 * l)}};
             CAIRN_CHECK(tensor_resize(dx, t->dtype, &s));
@@ -136,6 +153,12 @@ static int ref_micro(struct ref *r, const struct tensor *x, const struct tensor 
         nn_backward(t->dtype, n, model_param_rows(t, 2 * l), t->layers[l].units, r->a[l].data,
                     r->W[l].data, r->a[l + 1].data, t->layers[l].act, r->g[(l + 1) % 2].data,
                     dW[l].data, db[l].data, dx ? dx->data : NULL, false);
+    }
+    for (int e = 0, col = (int)t->inputs; e < t->n_tables; col += (int)t->tables[e++].dim) {
+        struct ref_table *x = &r->tab[e];
+        CAIRN_CHECK(embed_grad(t->dtype, n, x->k, x->slot + lo * x->k, x->pos, (char *)r->g[0].data + (size_t)col * esz,
+                               w, t->tables[e].dim, t->tables[e].mean, x->mark, &x->leaf));
+        CAIRN_CHECK(sparse_tree_add(&x->tree, i, &x->leaf));
     }
 cleanup:
     return rc;
@@ -152,7 +175,7 @@ static int ref_tree(struct ref *r, const struct tensor *x, const struct tensor *
     if (hi - lo == 1) {
         int64_t a, z;
         part_range(rows, r->t->chunks, lo, &a, &z);
-        if (z > a) return ref_micro(r, x, y, a, z, batch, k_targets, dW, db);
+        if (z > a) return ref_micro(r, x, y, lo, a, z, batch, k_targets, dW, db);
         for (int l = 0; l < L; l++) tensor_fill(&dW[l], 0), tensor_fill(&db[l], 0);
         return 0;
     }
@@ -172,6 +195,89 @@ cleanup:
     return rc;
 }
 
+/* The tables for the batch's rows idx: each whole at its initial values
+ * and the rows' ids read and checked; then x (the dense features) gets
+ * each sample's combined vectors, as the first layer takes them. */
+static int ref_tables(struct ref *r, struct reader_cache *rd, uint64_t seed, const int64_t *idx, int64_t batch,
+                      struct tensor *x)
+{
+    int rc = 0;
+    const struct train_spec *t = r->t;
+    size_t esz = dtype_size(t->dtype);
+    int64_t w = t->width0, N;
+    struct tensor xf = {0};
+    char *rows = NULL;
+    struct shape fs = {.ndim = 2, .d = {batch, w}};
+    CAIRN_CHECK(tensor_resize(&xf, t->dtype, &fs));
+    for (int64_t i = 0; i < batch; i++)
+        memcpy((char *)xf.data + (size_t)(i * w) * esz, (char *)x->data + (size_t)(i * t->inputs) * esz,
+               (size_t)t->inputs * esz);
+    for (int e = 0, col = (int)t->inputs; e < t->n_tables; col += (int)t->tables[e++].dim) {
+        const struct embed_spec *sp = &t->tables[e];
+        struct ref_table *tb = &r->tab[e];
+        struct shape ws = {.ndim = 2, .d = {sp->rows, sp->dim}};
+        CAIRN_CHECK(tensor_resize(&tb->w, t->dtype, &ws));
+        model_init_param(t, seed, 2 * r->L + e, 0, &tb->w);
+        rc = embed_ids_shape(rd, t->data_file, sp->ids, &N, &tb->k);
+        if (rc == 0) rc = reader_gather(rd, t->data_file, sp->ids, idx, batch, DT_I64, &tb->ids);
+        int64_t bad = rc ? -1 : embed_ids_first_bad(tb->ids.data, batch * tb->k, sp->rows);
+        if (bad >= 0)
+            rc = embed_ids_bad(CAIRN_EINPUT, t->data_file, sp->ids, idx[bad / tb->k],
+                               ((const int64_t *)tb->ids.data)[bad], sp->rows);
+        if (rc) {
+            cairn_err_wrap(rc, "%s:%d: table '%s': ", sp->file, sp->line, sp->name);
+            goto cleanup;
+        }
+        int64_t n = batch * tb->k;
+        tb->pos = malloc((size_t)(n + 1) * sizeof *tb->pos);
+        tb->slot = malloc((size_t)(n + 1) * sizeof *tb->slot);
+        tb->mark = malloc((size_t)(n + 1) * sizeof *tb->mark);
+        free(rows);
+        rows = malloc((size_t)(n * sp->dim) * esz + 1);
+        CAIRN_CHECK_ALLOC(tb->pos && tb->slot && tb->mark && rows ? rows : NULL);
+        for (int64_t i = 0; i < n; i++) tb->mark[i] = -1;
+        CAIRN_CHECK(embed_touch(tb->ids.data, n, sp->rows, tb->pos, &tb->n_pos, tb->slot));
+        for (int64_t i = 0; i < tb->n_pos; i++) /* the rows a reader would pull */
+            memcpy(rows + (size_t)(i * sp->dim) * esz, (char *)tb->w.data + (size_t)(tb->pos[i] * sp->dim) * esz,
+                   (size_t)sp->dim * esz);
+        embed_combine(t->dtype, batch, tb->k, tb->slot, rows, sp->dim, sp->mean, (char *)xf.data + (size_t)col * esz, w);
+        sparse_tree_reset(&tb->tree, t->dtype, sp->dim, 0, t->chunks);
+    }
+    tensor_free(x);
+    *x = xf;
+    xf = (struct tensor){0};
+cleanup:
+    free(rows);
+    tensor_free(&xf);
+    return rc;
+}
+
+/* Table e's gradient: the rows the batch touched, in position order, as
+ * /grads/embeddings/<name>/ids and .../rows (debug.grads writes the same). */
+static int ref_write_table(struct ref *r, hid_t f, int e)
+{
+    int rc = 0;
+    const struct embed_spec *sp = &r->t->tables[e];
+    const struct sparse_rows *sum = NULL;
+    struct tensor ids = {0}, rows = {0};
+    char name[96];
+    CAIRN_CHECK(sparse_tree_sum(&r->tab[e].tree, &sum));
+    struct shape is = {.ndim = 1, .d = {sum->n}}, rs = {.ndim = 2, .d = {sum->n, sp->dim}};
+    CAIRN_CHECK(tensor_resize(&ids, DT_I64, &is));
+    CAIRN_CHECK(tensor_resize(&rows, r->t->dtype, &rs));
+    int64_t a = spread_step(sp->rows);
+    for (int64_t i = 0; i < sum->n; i++) ((int64_t *)ids.data)[i] = spread_row(sum->pos[i], sp->rows, a);
+    if (sum->n) memcpy(rows.data, sum->val, (size_t)(sum->n * sp->dim) * dtype_size(r->t->dtype));
+    model_table_grad_name(sp->name, "ids", name, sizeof name);
+    CAIRN_CHECK(h5_put_tensor(f, name, &ids));
+    model_table_grad_name(sp->name, "rows", name, sizeof name);
+    CAIRN_CHECK(h5_put_tensor(f, name, &rows));
+cleanup:
+    tensor_free(&ids);
+    tensor_free(&rows);
+    return rc;
+}
+
 static int ref_write(struct ref *r, const char *out)
 {
     int rc = 0;
@@ -183,6 +289,7 @@ static int ref_write(struct ref *r, const char *out)
         model_grad_name(k, name, sizeof name);
         CAIRN_CHECK(h5_put_tensor(f, name, k % 2 ? &r->db[k / 2] : &r->dW[k / 2]));
     }
+    for (int e = 0; e < r->t->n_tables; e++) CAIRN_CHECK(ref_write_table(r, f, e));
 cleanup:
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
     return rc;
@@ -197,6 +304,17 @@ static void ref_free(struct ref *r)
         tensor_free(&r->db[l]);
     }
     for (int l = 0; l <= r->L; l++) tensor_free(&r->a[l]);
+    for (int e = 0; r->tab && e < r->t->n_tables; e++) {
+        struct ref_table *x = &r->tab[e];
+        tensor_free(&x->w);
+        tensor_free(&x->ids);
+        free(x->pos);
+        free(x->slot);
+        free(x->mark);
+        sparse_rows_free(&x->leaf);
+        sparse_tree_free(&x->tree);
+    }
+    free(r->tab);
     tensor_free(&r->g[0]);
     tensor_free(&r->g[1]);
     free(r->W);
@@ -217,16 +335,13 @@ int model_reference_grads(const struct train_spec *t, uint64_t seed, const char 
     int64_t *idx = NULL;
     struct tensor *tmp = NULL;
     int depth = 1; /* sets of partial sums the tree needs */
-    if (t->n_tables)
-        return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
-                             "%s:%d: cairn grads does not cover embedding tables yet (model.embeddings)",
-                             t->file, t->line);
     r.W = calloc((size_t)L, sizeof *r.W);
     r.b = calloc((size_t)L, sizeof *r.b);
     r.dW = calloc((size_t)L, sizeof *r.dW);
     r.db = calloc((size_t)L, sizeof *r.db);
     r.a = calloc((size_t)L + 1, sizeof *r.a);
-    CAIRN_CHECK_ALLOC(r.W && r.b && r.dW && r.db && r.a ? r.a : NULL);
+    r.tab = calloc((size_t)t->n_tables + 1, sizeof *r.tab);
+    CAIRN_CHECK_ALLOC(r.W && r.b && r.dW && r.db && r.a && r.tab ? r.a : NULL);
     CAIRN_CHECK(ref_params(&r, seed));
     CAIRN_CHECK(reader_cache_create(&rd));
     CAIRN_CHECK(reader_shape(rd, t->data_file, t->features, &fs, &ft));
@@ -241,6 +356,7 @@ int model_reference_grads(const struct train_spec *t, uint64_t seed, const char 
         for (int64_t i = 0; i < n_train; i++) idx[i] = i;
     CAIRN_CHECK(reader_gather(rd, t->data_file, t->features, idx, batch, t->dtype, &x));
     CAIRN_CHECK(reader_gather(rd, t->data_file, t->labels, idx, batch, k_targets ? t->dtype : DT_I32, &y));
+    if (t->n_tables) CAIRN_CHECK(ref_tables(&r, rd, seed, idx, batch, &x));
     for (int64_t n = 1; n < t->chunks; n *= 2) depth++;
     tmp = calloc((size_t)(2 * L * depth) + 1, sizeof *tmp);
     CAIRN_CHECK_ALLOC(tmp);

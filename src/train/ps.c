@@ -590,6 +590,7 @@ static int dump_grads(struct trainer *t)
         H5Dclose(d);
         d = H5I_INVALID_HID;
     }
+    if (t->emb) CAIRN_CHECK(emb_dump_grads(t, f));
 cleanup:
     if (d >= 0) H5Dclose(d);
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");

@@ -84,14 +84,22 @@ static int epoch_stats(void *state, double steps_seconds, struct strbuf *fields,
 
 static int quiesce(void *state) { return trainer_quiesce(state); }
 
+/* train_ops.c (generated for model jobs) */
+extern const struct op_def op_ps_init, op_ps_step, op_train_step, op_evaluate, op_download,
+    op_save_model, op_embed_serve;
+static const struct op_def *const ops[] = {&op_ps_init,  &op_ps_step,  &op_train_step,  &op_evaluate,
+                                           &op_download, &op_save_model, &op_embed_serve, NULL};
+
 const struct ext_def train_ext = {
     .name = "training",
+    .ops = ops,
     .keys = keys,
     .stop_keys = stop_keys,
     .configure = train_configure,
     .has_stop = has_stop,
     .plan_groups = trainplan_groups,
     .plan_tasks = trainplan_tasks,
+    .describe = trainplan_describe,
     .n_comms = TRAIN_N_COMMS,
     .comm_split = comm_split,
     .create = create,

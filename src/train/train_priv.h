@@ -186,6 +186,10 @@ int emb_serve(struct trainer *t, struct tensor *const *w);
 int emb_expect_push(struct trainer *t);
 int emb_update(struct trainer *t, struct tensor *const *w, struct tensor *const *m,
                struct tensor *const *v, const struct optim_args *a);
+/* Shard, after emb_update: this step's gradient of its rows served, into
+ * the debug.grads file f (open on the shards' group; collective there):
+ * grads/embeddings/<name>/ids and .../rows, in position order. */
+int emb_dump_grads(struct trainer *t, int64_t f);
 
 /* ---- download (download.c) ---- */
 /* Collective on the world: ready the download's transfers (a no-op off

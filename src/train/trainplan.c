@@ -21,8 +21,10 @@
 #include "cairn/diag.h"
 #include "cairn/error.h"
 #include "cairn/model.h"
+#include "cairn/nn.h"
 #include "cairn/partition.h"
 #include "cairn/plan.h"
+#include "cairn/strbuf.h"
 #include "cairn/train_spec.h"
 
 #include <stdio.h>
@@ -104,17 +106,18 @@ static const char *tname(struct tp *x, int e, const char *suffix)
  * every parameter and then every table, then (momentum) their velocities
  * .m, (adagrad) their sums of squares .sq, or (adam) their first moments, their
  * second moments and the step count. */
-static void state_operands(struct tp *x, struct op_node *op, bool as_in, bool as_out,
-                           bool params_only)
+enum which { STATE_ALL, DENSE_PARAMS, TABLES };
+static void state_operands(struct tp *x, struct op_node *op, bool as_in, bool as_out, enum which w)
 {
-    int n = 2 * x->t->n_layers;
+    int n = 2 * x->t->n_layers, k0 = w == TABLES ? n : 0, k1 = w == DENSE_PARAMS ? n : n + x->t->n_tables;
+    bool params_only = w != STATE_ALL;
     /* adagrad's sums of squares are named apart from momentum's velocities,
      * so a resume under the other optimizer misses its state rather than
      * misreads it */
     const char *const suffixes[] = {"", x->t->opt == OPT_ADAGRAD ? ".sq" : ".m", ".v"};
     int groups = params_only ? 1 : 1 + optim_states(x->t->opt);
     for (int g = 0; g < groups; g++) {
-        for (int k = 0; k < n + x->t->n_tables; k++) {
+        for (int k = k0; k < k1; k++) {
             const char *name = k < n ? pname(x, k, suffixes[g]) : tname(x, k - n, suffixes[g]);
             if (as_in) in(x, op, name);
             if (as_out) out(x, op, name);
@@ -228,6 +231,36 @@ static int check_memory(const struct train_spec *t, int R, int P, struct diags *
     return errors;
 }
 
+int trainplan_describe(const void *spec, const void *part, struct strbuf *out)
+{
+    const struct train_spec *t = spec;
+    const struct train_plan *tp = part;
+    int64_t embedded = t->width0 - t->inputs;
+    strbuf_addf(out, "model: %lld inputs", (long long)t->inputs);
+    if (embedded) strbuf_addf(out, " + %lld from tables", (long long)embedded);
+    for (int l = 0; l < t->n_layers; l++)
+        strbuf_addf(out, " -> %lld %s", (long long)t->layers[l].units, act_name(t->layers[l].act));
+    strbuf_addf(out, "; %s, %s\n", loss_name(t->loss), dtype_name(t->dtype));
+    for (int e = 0; e < t->n_tables; e++) {
+        const struct embed_spec *x = &t->tables[e];
+        int64_t lo, hi;
+        block_range(x->rows, tp->shards, 0, &lo, &hi);
+        strbuf_addf(out, "  table %s: %lld x %lld, the %s of ids '%s'; up to %lld rows on each of %d "
+                         "shard%s\n",
+                    x->name, (long long)x->rows, (long long)x->dim, x->mean ? "mean" : "sum", x->ids,
+                    (long long)(hi - lo), tp->shards, tp->shards == 1 ? "" : "s");
+    }
+    double most = 0, mib = 1048576.0;
+    for (int s = 0; s < t->stages; s++) {
+        double b = stage_bytes(t, s, t->ranks_per_stage, tp->replicas);
+        if (b > most) most = b;
+    }
+    strbuf_addf(out, "  memory: up to %.1f MiB per stage rank, %.1f MiB per PS shard (model.rank_memory_mb "
+                     "counts these)\n",
+                most / mib, shard_bytes(t, tp->shards) / mib);
+    return 0;
+}
+
 int trainplan_groups(const struct plan *p, const void *spec, struct group **gen, int *n_gen,
                      struct diags *d)
 {
@@ -292,7 +325,7 @@ static void geometry(struct tp *x)
 static void plan_init(struct tp *x)
 {
     struct task *t = add_task(x, PHASE_INIT, "ps_init", x->tp->ps_group);
-    state_operands(x, add_op(x, t, "ps_init"), false, true, false);
+    state_operands(x, add_op(x, t, "ps_init"), false, true, STATE_ALL);
     for (int s = 0; s < x->tp->stages; s++) {
         struct task *r = add_task(x, PHASE_INIT, arena_printf(x->a, "cursor%d", s), s);
         struct op_node *op = add_op(x, r, "fill");
@@ -311,7 +344,7 @@ static void plan_epoch(struct tp *x)
 {
     int last = x->tp->stages - 1;
     struct task *ps = add_task(x, PHASE_EPOCH, "ps_serve", x->tp->ps_group);
-    state_operands(x, add_op(x, ps, "ps_step"), true, true, false);
+    state_operands(x, add_op(x, ps, "ps_step"), true, true, STATE_ALL);
     for (int s = 0; s <= last; s++) {
         struct op_node *op = add_op(x, add_task(x, PHASE_EPOCH, arena_printf(x->a, "train%d", s), s),
                                     "train_step");
@@ -373,14 +406,21 @@ static void plan_epoch_end(struct tp *x)
     }
 }
 
+/* The dense parameters are downloaded onto trainer 0; the tables stay on
+ * the shards, which stream them to trainer 0 a block of ids at a time
+ * while it writes model.h5 (download.c), so no rank holds a table whole. */
 static void plan_download_exit(struct tp *x)
 {
     struct task *ps = add_task(x, PHASE_DOWNLOAD, "ps_download", x->tp->ps_group);
-    state_operands(x, add_op(x, ps, "download"), true, false, true);
+    state_operands(x, add_op(x, ps, "download"), true, false, DENSE_PARAMS);
     struct task *t0 = add_task(x, PHASE_DOWNLOAD, "download", x->tp->stage_group[0]);
-    state_operands(x, add_op(x, t0, "download"), false, true, true);
+    state_operands(x, add_op(x, t0, "download"), false, true, DENSE_PARAMS);
     struct task *save = add_task(x, PHASE_EXIT, "save_model", x->tp->stage_group[0]);
-    state_operands(x, add_op(x, save, "save_model"), true, false, true);
+    state_operands(x, add_op(x, save, "save_model"), true, false, DENSE_PARAMS);
+    if (x->t->n_tables) {
+        struct task *tables = add_task(x, PHASE_EXIT, "ps_save_tables", x->tp->ps_group);
+        state_operands(x, add_op(x, tables, "save_model"), true, false, TABLES);
+    }
 }
 
 int trainplan_tasks(struct plan *p, const void *spec, int ext, void **part)
