@@ -34,14 +34,25 @@ h5val() {
     py 'import h5py,sys; print(h5py.File(sys.argv[1], "r")[sys.argv[2]][()])' "$1" "$2"
 }
 
-# h5same A B [OBJECT]: HDF5 files A and B hold the same objects with equal
-# data and attributes (bitwise for floats), in all of them or under
-# OBJECT.  h5diff exits 0 for datasets of different shapes ("not
-# comparable"), so -c lists those and any makes the files differ.
-h5same() {
-    local out
-    out=$(h5diff -c -q "$1" "$2" ${3:+"$3"} 2>&1) && ! grep -q "Not comparable" <<<"$out"
+# h5cmp A B [OBJECT]: "same" if HDF5 files A and B hold the same objects
+# with equal data and attributes (bitwise for floats), in all of them or
+# under OBJECT; "differ"; or "error" (a file missing or unreadable).
+# h5diff exits 0 for datasets of different shapes ("Not comparable"), so
+# -c lists them: any such line but two empty datasets' makes a difference.
+h5cmp() {
+    local out rc
+    out=$(h5diff -c -q "$1" "$2" ${3:+"$3"} 2>&1)
+    rc=$?
+    if [ $rc -gt 1 ]; then
+        echo error
+    elif [ $rc = 1 ] || grep "Not comparable" <<<"$out" | grep -qv "is an empty dataset$"; then
+        echo differ
+    else
+        echo same
+    fi
 }
+h5same() { [ "$(h5cmp "$@")" = same ]; }
+h5differ() { [ "$(h5cmp "$@")" = differ ]; }
 
 # same_h5 NAME A B [OBJECT]: h5same, as a test
 same_h5() {

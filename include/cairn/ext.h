@@ -50,7 +50,8 @@ struct ext_def {
      * carry op_node.ext = ext + 1, the plan extension's index + 1. */
     int (*plan_tasks)(struct plan *p, const void *spec, int ext, void **part);
     /* Optional: what `cairn print` shows of it after the groups (the model
-     * and where its state goes, say), whole lines. */
+     * and where its state goes, say), whole lines; part is what
+     * plan_tasks made (NULL without plan_tasks). */
     int (*describe)(const void *spec, const void *part, struct strbuf *out);
     /* ---- run time ---- */
     /* The communicators it needs: for communicator i, this rank's

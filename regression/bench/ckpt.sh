@@ -8,6 +8,9 @@
 # BENCH_NODES=3 runs cairn's ranks on a private 3-node Slurm cluster
 # (slurm/testcluster/nodes, as root), one or two ranks per node, so the
 # checkpoint is written from several nodes over TCP (ckpt_nodes.sh).
+# BENCH_STATE=table saves an embedding table instead (ckpt_table.sh):
+# 10,000,000 x 16 f32 with Adam's two moments (1.92 GB) on the 2 PS
+# shards of a model job with 2 replicas.
 set -eu
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -16,6 +19,8 @@ nodes=${BENCH_NODES:-1}
 dir=${BENCH_DIR:-$root/build/bench/ckpt}
 [ "$nodes" -gt 1 ] && dir=${BENCH_DIR:-$root/build/bench/ckpt-nodes}
 rows=${BENCH_ROWS:-131072} # x 1024 f64 = 1 GiB
+state=${BENCH_STATE:-fill}
+[ "$state" = table ] && dir=${BENCH_DIR:-$root/build/bench/ckpt-table}
 rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
@@ -31,6 +36,28 @@ if [ "$nodes" -gt 1 ]; then
     launch=("$root/slurm/testcluster/nodes" run "$cluster" srun -N"$nodes" -n4 --distribution=cyclic --mpi=pmix)
 fi
 
+if [ "$state" = table ]; then
+    table=10000000
+    bytes=$((table * 16 * 4 * 3))
+    /usr/bin/python3 -c '
+import h5py, numpy as np
+r = np.random.default_rng(1); n = 65536
+with h5py.File("table.h5", "w") as f:
+    f["features"] = r.standard_normal((n, 1)).astype(np.float32)
+    f["labels"] = r.integers(0, 2, n).astype(np.int32)
+    f["ids"] = r.integers(0, '"$table"', n)'
+    cat >bench.cfg <<CFG
+name = "bench_ckpt_table";
+model = { inputs = 1; embeddings = ( { name = "t"; rows = $table; dim = 16; ids = "ids"; } );
+          layers = ( { units = 2; } ); };
+data = { file = "table.h5"; batch = 1024; };
+replicas = 2;
+pipeline = { chunks = 2; };
+ps = { shards = 2; optimizer = "adam"; };
+steps_per_epoch = 4;
+stop = { max_epochs = 1; };
+CFG
+else
 cat >bench.cfg <<CFG
 name = "bench_ckpt";
 groups = ( { name = "state"; ranks = 4; } );
@@ -40,6 +67,7 @@ init = ( { group = "state"; steps = (
 epoch = ( { group = "state"; steps = ( { op = "scale"; in = "w"; out = "w"; factor = 2.0; } ); } );
 stop = { max_epochs = 1; };
 CFG
+fi
 
 drop() { /usr/bin/python3 -c '
 import os, sys
@@ -75,11 +103,12 @@ load=$(metric run/metrics.jsonl ckpt_load)
 grep "checkpoint saved: epoch 1" save.log | sed 's/.*cairn: //'
 grep "checkpoint loaded" load.log | sed 's/.*cairn: //'
 
-/usr/bin/python3 - "$bytes" "$raw_w" "$raw_r" "$save" "$load" "$nodes" <<'PY'
+/usr/bin/python3 - "$bytes" "$raw_w" "$raw_r" "$save" "$load" "$nodes" "$state" <<'PY'
 import sys
 b, rw, rr, cw, cr = int(sys.argv[1]), *map(float, sys.argv[2:6])
 gb = b / 1e9
-print(f"state {b / 2**30:.2f} GiB over 4 ranks on {sys.argv[6]} node(s)")
+what = "embedding table state" if sys.argv[7] == "table" else "state"
+print(f"{what} {b / 2**30:.2f} GiB over 4 ranks on {sys.argv[6]} node(s)")
 print(f"{'':8}{'raw GB/s':>10}{'cairn GB/s':>12}{'ratio':>8}")
 print(f"{'write':8}{gb / rw:10.3f}{gb / cw:12.3f}{rw / cw:8.2f}")
 print(f"{'read':8}{gb / rr:10.3f}{gb / cr:12.3f}{rr / cr:8.2f}")

@@ -1,6 +1,6 @@
 /* The collective download and model.h5.
  *
- * Download: every parameter moves from the PS shards to trainer 0 (world
+ * Download: every dense parameter moves from the PS shards to trainer 0 (world
  * rank 0), once, after the last epoch.  Shard p holds rows [lo, hi) of a
  * row-major parameter, which are bytes [lo * cols, hi * cols) of it on
  * trainer 0: no block-cyclic redistribution is needed, so each parameter
@@ -13,8 +13,9 @@
  * /layers/<i>; loss, dtype, inputs, layers, job_name, cairn_version on /;
  * /embeddings/<name>/table [rows, dim] in id order.  Tables are not
  * downloaded: while trainer 0 writes model.h5, the shards stream each
- * table to it a block of ids at a time (one MPI_Gatherv per block on the
- * download communicator), so no rank ever holds a table whole. */
+ * table to it a block of ids (8 MiB of rows) at a time (one MPI_Gatherv
+ * per block on the download communicator), so no rank holds a table
+ * whole. */
 #include "train_priv.h"
 
 #include "cairn/clock.h"
@@ -30,6 +31,7 @@
 #include "cairn/runlog.h"
 #include "cairn/runtime.h"
 #include "cairn/version.h"
+#include "cairn/watchdog.h"
 #include "cairn/workspace.h"
 
 #include <limits.h>
@@ -192,88 +194,96 @@ cleanup:
 
 /* ---- tables, streamed from the shards ---- */
 
-enum { TABLE_BLOCK_ROWS = 1 << 16 };
+/* Ids go to trainer 0 in blocks of at most this many bytes of rows. */
+enum { TABLE_BLOCK_BYTES = 8 << 20 };
 
-/* Ids [lo, lo + n) of table e: the values each shard holds of them
- * (counts[p + 1]; counts[0] = 0, trainer 0's) and, if owner, each id's
- * shard.  Row i is at position spread_pos(i), in shard pos / B's block. */
-static void block_owners(const struct trainer *t, int e, int64_t lo, int64_t n, int *counts, int *owner)
+static int64_t block_ids(const struct trainer *t, const struct embed_spec *x)
 {
-    const struct embed_spec *x = &t->spec->tables[e];
+    int64_t n = TABLE_BLOCK_BYTES / (x->dim * (int64_t)t->esz);
+    return n < 1 ? 1 : n > x->rows ? x->rows : n;
+}
+
+/* Ids [first, first + n) of table x: the values each shard holds of them
+ * (counts[p + 1]; counts[0] = 0, trainer 0's) and each id's shard (row i
+ * is at position spread_pos(i), in the shards' blocks of positions). */
+static void block_owners(const struct trainer *t, const struct embed_spec *x, int64_t first, int64_t n,
+                         int *counts, int *owner)
+{
     int P = t->tp->shards;
-    int64_t a = spread_step(x->rows), B = (x->rows + P - 1) / P;
+    int64_t a = spread_step(x->rows), lo, b;
+    block_range(x->rows, P, 0, &lo, &b); /* every shard's block but the last has b positions */
     for (int p = 0; p <= P; p++) counts[p] = 0;
     for (int64_t i = 0; i < n; i++) {
-        int p = (int)(spread_pos(lo + i, x->rows, a) / B);
-        counts[p + 1] += (int)x->dim;
-        if (owner) owner[i] = p;
+        owner[i] = (int)(spread_pos(first + i, x->rows, a) / b);
+        counts[owner[i] + 1] += (int)x->dim;
     }
 }
 
-/* A shard's side: its rows of each block of ids, in id order (v: its rows
- * of table e, in position order). */
-static int send_table(struct trainer *t, int e, const struct tensor *v)
+/* Both sides, block by block: the shards send their rows of the block's
+ * ids in id order, trainer 0 interleaves them back into id order and
+ * writes them (d >= 0).  v: a shard's rows of the table, in position
+ * order.  (An error ends the run, MPI_Abort included, so the other side
+ * does not wait.) */
+static int stream_table(struct trainer *t, int e, const struct tensor *v, hid_t d)
 {
     const struct embed_spec *x = &t->spec->tables[e];
-    int rc = 0;
+    bool shard = t->role == ROLE_PS;
+    int rc = 0, P = t->tp->shards;
     size_t row = (size_t)x->dim * t->esz;
-    int64_t a = spread_step(x->rows), lo, hi, B = x->rows < TABLE_BLOCK_ROWS ? x->rows : TABLE_BLOCK_ROWS;
-    block_range(x->rows, t->tp->shards, t->shard, &lo, &hi);
-    char *buf = malloc((size_t)B * row + 1);
-    CAIRN_CHECK_ALLOC(buf);
+    int64_t B = block_ids(t, x), lo = 0, hi = 0, mine = B, a = spread_step(x->rows);
+    if (shard) block_range(x->rows, P, t->shard, &lo, &hi);
+    if (shard && hi - lo < mine) mine = hi - lo; /* a shard sends at most its rows */
+    char *buf = malloc((size_t)mine * row + 1), *got = shard ? NULL : malloc((size_t)B * row + 1);
+    int *owner = malloc((size_t)B * sizeof *owner), *counts = malloc((size_t)(P + 1) * sizeof *counts);
+    int *displs = malloc((size_t)(P + 1) * sizeof *displs), *next = malloc((size_t)(P + 1) * sizeof *next);
+    CAIRN_CHECK_ALLOC(buf && (shard || got) && owner && counts && displs && next ? buf : NULL);
+    MPI_Datatype real = coll_type(t->dt);
     for (int64_t first = 0; first < x->rows; first += B) {
         int64_t n = x->rows - first < B ? x->rows - first : B, m = 0;
-        for (int64_t i = 0; i < n; i++) {
-            int64_t pos = spread_pos(first + i, x->rows, a);
-            if (pos >= lo && pos < hi) memcpy(buf + (size_t)m++ * row, (const char *)v->data + (size_t)(pos - lo) * row, row);
+        block_owners(t, x, first, n, counts, owner);
+        for (int64_t i = 0; shard && i < n; i++)
+            if (owner[i] == t->shard) {
+                int64_t pos = spread_pos(first + i, x->rows, a);
+                memcpy(buf + (size_t)m++ * row, (const char *)v->data + (size_t)(pos - lo) * row, row);
+            }
+        for (int p = 0, at = 0; p <= P; at += counts[p++]) displs[p] = at;
+        CAIRN_CHECK_MPI(MPI_Gatherv(buf, (int)(m * x->dim), real, shard ? NULL : got, counts, displs, real, 0,
+                                    t->dl));
+        watchdog_progress(watchdog_main(t->rt->watchdog)); /* a table may take long to write */
+        if (shard) continue;
+        for (int p = 0; p < P; p++) next[p] = displs[p + 1];
+        for (int64_t i = 0; i < n; i++) { /* the shards' runs, interleaved back into id order */
+            memcpy(buf + (size_t)i * row, got + (size_t)next[owner[i]] * t->esz, row);
+            next[owner[i]] += (int)x->dim;
         }
-        CAIRN_CHECK_MPI(MPI_Gatherv(buf, (int)(m * x->dim), coll_type(t->dt), NULL, NULL, NULL, coll_type(t->dt), 0, t->dl));
+        CAIRN_CHECK(h5_write_rows(d, t->dt, first, n, buf, H5P_DEFAULT));
     }
 cleanup:
     free(buf);
+    free(got);
+    free(owner);
+    free(counts);
+    free(displs);
+    free(next);
     return rc;
 }
 
-/* Trainer 0's side: /embeddings/<name>/table under parent, in id order,
- * with the ids dataset and the combine rule as attributes.  (An error
- * here ends the run, MPI_Abort included, so the shards do not wait.) */
+/* Trainer 0: /embeddings/<name>/table under parent, in id order, with the
+ * ids dataset and the combine rule as attributes. */
 static int recv_table(struct trainer *t, hid_t parent, int e)
 {
     const struct embed_spec *x = &t->spec->tables[e];
-    int rc = 0, P = t->tp->shards;
-    size_t row = (size_t)x->dim * t->esz;
-    int64_t B = x->rows < TABLE_BLOCK_ROWS ? x->rows : TABLE_BLOCK_ROWS;
-    char *got = malloc((size_t)B * row + 1), *ordered = malloc((size_t)B * row + 1);
-    int *owner = malloc((size_t)B * sizeof *owner), *counts = malloc((size_t)(P + 1) * sizeof *counts);
-    int *displs = malloc((size_t)(P + 1) * sizeof *displs), *next = malloc((size_t)(P + 1) * sizeof *next);
+    int rc = 0;
     hid_t g = H5I_INVALID_HID, d = H5I_INVALID_HID;
-    CAIRN_CHECK_ALLOC(got && ordered && owner && counts && displs && next ? got : NULL);
     struct shape s = {.ndim = 2, .d = {x->rows, x->dim}};
     CAIRN_CHECK_H5(g = h5_create_group(parent, x->name));
     CAIRN_CHECK_H5(d = h5_create_dataset(g, "table", t->dt, &s, H5P_DEFAULT));
-    for (int64_t first = 0; first < x->rows; first += B) {
-        int64_t n = x->rows - first < B ? x->rows - first : B;
-        block_owners(t, e, first, n, counts, owner);
-        for (int p = 0, at = 0; p <= P; at += counts[p++]) displs[p] = at;
-        CAIRN_CHECK_MPI(MPI_Gatherv(NULL, 0, coll_type(t->dt), got, counts, displs, coll_type(t->dt), 0, t->dl));
-        for (int p = 0; p < P; p++) next[p] = displs[p + 1];
-        for (int64_t i = 0; i < n; i++) { /* the shards' runs, interleaved back into id order */
-            memcpy(ordered + (size_t)i * row, got + (size_t)next[owner[i]] * t->esz, row);
-            next[owner[i]] += (int)x->dim;
-        }
-        CAIRN_CHECK(h5_write_rows(d, t->dt, first, n, ordered, H5P_DEFAULT));
-    }
+    CAIRN_CHECK(stream_table(t, e, NULL, d));
     CAIRN_CHECK(h5_attr_put_str(g, "ids", x->ids));
     CAIRN_CHECK(h5_attr_put_str(g, "combine", x->mean ? "mean" : "sum"));
 cleanup:
     if (d >= 0 && H5Dclose(d) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Dclose");
     if (g >= 0 && H5Gclose(g) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Gclose");
-    free(got);
-    free(ordered);
-    free(owner);
-    free(counts);
-    free(displs);
-    free(next);
     return rc;
 }
 
@@ -336,7 +346,8 @@ int train_op_save_model(struct op_call *c)
 {
     struct trainer *t = c->state;
     int rc = 0;
-    for (int e = 0; t->role == ROLE_PS && e < t->spec->n_tables && rc == 0; e++) rc = send_table(t, e, &c->in[e]->t);
+    for (int e = 0; t->role == ROLE_PS && e < t->spec->n_tables && rc == 0; e++)
+        rc = stream_table(t, e, &c->in[e]->t, H5I_INVALID_HID);
     if (t->role == ROLE_PS) return rc;
     if (c->ctx->rt->layout->rank != 0) return 0;
     bool renamed = false;

@@ -126,7 +126,7 @@ const struct op_def op_embed_serve = {
 
 const struct op_def op_download = {
     .name = "download",
-    .summary = "every parameter onto trainer 0 (ScaLAPACK p?gemr2d)",
+    .summary = "every dense parameter onto trainer 0 (MPI_Gatherv)",
     .max_in = OP_MAX_ARITY,
     .max_out = OP_MAX_ARITY,
     .flags = OPF_COLLECTIVE | OPF_INTERNAL,
@@ -136,7 +136,7 @@ const struct op_def op_download = {
 
 const struct op_def op_save_model = {
     .name = "save_model",
-    .summary = "trainer 0 writes RUN_DIR/model.h5",
+    .summary = "trainer 0 writes RUN_DIR/model.h5; the shards stream it the tables",
     .max_in = OP_MAX_ARITY,
     .max_out = 0,
     .flags = OPF_COLLECTIVE | OPF_INTERNAL,

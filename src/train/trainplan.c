@@ -12,9 +12,10 @@
  *            gradients and publishes the new parameters (ps.c streams both)
  *   epoch_end  the stages evaluate the held-out split; the last stage
  *            turns loss/accuracy into stop blobs and logs them
- *   download ps shards and trainer 0 redistribute every parameter onto
- *            trainer 0 (ScaLAPACK p?gemr2d), once
- *   exit     trainer 0 writes RUN_DIR/model.h5 */
+ *   download ps shards gather every dense parameter onto trainer 0
+ *            (MPI_Gatherv), once
+ *   exit     trainer 0 writes RUN_DIR/model.h5; ps (with tables) streams
+ *            the tables to it as it writes them (download.c) */
 #include "cairn/trainplan.h"
 
 #include "cairn/arena.h"
