@@ -33,8 +33,9 @@ void embed_combine(enum dtype dt, int64_t n, int64_t k, const int64_t *slot, con
  * samples, at its position pos[slot], gets the gradients of the samples
  * whose bags hold it, added from zero in sample order and bag order (each
  * divided by the bag's count for mean; an id twice in a bag adds twice).
- * mark: room for every slot, all -1, and left so.  Errors: CAIRN_ENOMEM. */
-int embed_grad(enum dtype dt, int64_t n, int64_t k, const int64_t *slot, const int64_t *pos,
+ * Slots are below n_pos; mark: room for n_pos, all -1, and left so.
+ * Errors: CAIRN_ENOMEM. */
+int embed_grad(enum dtype dt, int64_t n, int64_t k, const int64_t *slot, const int64_t *pos, int64_t n_pos,
                const void *g, int64_t ld, int64_t dim, bool mean, int64_t *mark,
                struct sparse_rows *leaf);
 

@@ -86,6 +86,8 @@ static inline int64_t spread_step(int64_t n)
 }
 static inline int64_t spread_pos(int64_t i, int64_t n, int64_t a)
 {
+    if (n <= INT64_C(1) << 31 && (uint64_t)i < (uint64_t)n) /* i, a < n: i a fits 64 bits, whose modulo is cheaper */
+        return (int64_t)((uint64_t)i * (uint64_t)a % (uint64_t)n);
     return (int64_t)((unsigned __int128)i * (unsigned __int128)a % (unsigned __int128)n);
 }
 

@@ -106,13 +106,13 @@ stop = {{ max_epochs = 3; }};
     print(f"\n1. a {SPARSE_ROWS:,} x 16 f32 table (Adam), 1 trainer + 1 shard on {CORES} cores: step time "
           f"(median of {ROUNDS} rounds, each the best epoch's mean step)")
     print(f"   dense push and pull of the whole table + Adam on every row: {d * 1e3:.1f} ms "
-          f"({peers.spread([x * 1e3 for x in res['dense']], '{:.1f}')})")
+          f"(range {min(res['dense']) * 1e3:.1f}-{max(res['dense']) * 1e3:.1f})")
     print("   a dense step is the same step without the table (the data read and the layer) plus that;")
     print(f"   {'rows touched':>16}{'no table ms':>13}{'sparse step ms':>26}{'dense step ms':>15}{'dense / sparse':>16}")
     for f in fractions:
         s, b = med[f], med[("base", f)]
         print(f"   {f * 100:>6g}% {int(f * SPARSE_ROWS):>8}{b * 1e3:>13.2f}"
-              f"{s * 1e3:>10.2f} ({peers.spread([x * 1e3 for x in res[f]], '{:.2f}')})"
+              f"{peers.spread([x * 1e3 for x in res[f]], '{:.2f}'):>26}"
               f"{(b + d) * 1e3:>15.1f}{(b + d) / s:>16.1f}")
 
 

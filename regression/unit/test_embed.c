@@ -131,12 +131,13 @@ static void bags_match_plain_loops(void **state)
 {
     (void)state;
     enum { N = 50, K = 3, R = 30, D = 4 };
-    int64_t ids[N * K], pos[N * K], slot[N * K], n_rows, mark[N * K];
+    int64_t ids[N * K], pos[N * K], slot[N * K], n_rows;
+    static int64_t mark[(N * K) << 10]; /* room for the n_pos of the sorted path below */
+    for (size_t i = 0; i < sizeof mark / sizeof *mark; i++) mark[i] = -1;
     for (int i = 0; i < N * K; i++) {
         ids[i] = (int64_t)(rng_u64(3, 1, (uint64_t)i) % (R + 3)) - 3; /* some -1..-3: made -1 */
         if (ids[i] < 0 || i % K == 2) ids[i] = i % 7 == 0 ? ids[i - i % K] : -1;
         if (ids[i] < -1) ids[i] = -1;
-        mark[i] = -1;
     }
     assert_int_equal(embed_touch(ids, N * K, R, pos, &n_rows, slot), 0);
     int64_t a = spread_step(R);
@@ -146,10 +147,13 @@ static void bags_match_plain_loops(void **state)
     double rows[N * K * D], out[N * (D + 2)], g[N * (D + 2)];
     for (int64_t i = 0; i < n_rows * D; i++) rows[i] = rng_normal(4, 1, (uint64_t)i);
     for (int i = 0; i < N * (D + 2); i++) g[i] = rng_normal(4, 2, (uint64_t)i);
-    for (int mean = 0; mean < 2; mean++) {
+    for (int path = 0; path < 4; path++) { /* mean or sum; the used slots scanned or sorted */
+        int mean = path & 1;
+        int64_t n_pos = path & 2 ? n_rows << 10 : n_rows; /* as if the slots were few of many: sorted */
         embed_combine(DT_F64, N, K, slot, rows, D, mean, out + 2, D + 2); /* after 2 dense columns */
         struct sparse_rows leaf = {0};
-        assert_int_equal(embed_grad(DT_F64, N, K, slot, pos, g + 2, D + 2, D, mean, mark, &leaf), 0);
+        assert_int_equal(embed_grad(DT_F64, N, K, slot, pos, n_pos, g + 2, D + 2, D, mean, mark, &leaf), 0);
+        for (int i = 0; i < N * K; i++) assert_int_equal(mark[i], -1);
         static double want[N * K * D];
         memset(want, 0, sizeof want);
         for (int s = 0; s < N; s++) {

@@ -56,6 +56,11 @@ static void short_rows(void **state)
     assert_int_equal(out.shape.d[1], 3);
     for (int r = 0; r < 5; r++)
         for (int j = 0; j < 3; j++) assert_true(tensor_get(&out, r * 3 + j) == 100 * want[r] + j);
+    const int64_t run[] = {4, 5, 6, 7}; /* one ascending run: read as a block */
+    assert_int_equal(reader_gather(c, file, "short", run, 4, DT_F32, &out), 0);
+    assert_int_equal(out.shape.d[0], 4);
+    for (int r = 0; r < 4; r++)
+        for (int j = 0; j < 3; j++) assert_true(tensor_get(&out, r * 3 + j) == 100 * run[r] + j);
     tensor_free(&out);
     reader_cache_destroy(&c);
 }

@@ -3,38 +3,29 @@
 
 #include "cairn/error.h"
 #include "cairn/partition.h"
+#include "cairn/sort.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-struct pair {
-    int64_t pos, i;
-};
-
-static int by_pos(const void *a, const void *b)
-{
-    const struct pair *x = a, *y = b;
-    return x->pos != y->pos ? (x->pos > y->pos) - (x->pos < y->pos) : (x->i > y->i) - (x->i < y->i);
-}
-
 int embed_touch(const int64_t *ids, int64_t n_ids, int64_t rows, int64_t *pos, int64_t *n_rows,
                 int64_t *slot)
 {
-    struct pair *p = malloc((size_t)(n_ids + 1) * sizeof *p);
+    struct sort_kv *p = malloc((size_t)(n_ids + 1) * sizeof *p); /* (position, id's index) */
     if (!p) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
     int64_t a = spread_step(rows), m = 0, u = 0;
     for (int64_t i = 0; i < n_ids; i++) {
         slot[i] = -1;
-        if (ids[i] >= 0) p[m++] = (struct pair){spread_pos(ids[i], rows, a), i};
+        if (ids[i] >= 0) p[m++] = (struct sort_kv){spread_pos(ids[i], rows, a), i};
     }
-    qsort(p, (size_t)m, sizeof *p, by_pos);
-    for (int64_t j = 0; j < m; j++) {
-        if (j == 0 || p[j].pos != p[j - 1].pos) pos[u++] = p[j].pos;
-        slot[p[j].i] = u - 1;
+    int rc = sort_kv(p, m);
+    for (int64_t j = 0; rc == 0 && j < m; j++) {
+        if (j == 0 || p[j].key != p[j - 1].key) pos[u++] = p[j].key;
+        slot[p[j].val] = u - 1;
     }
     *n_rows = u;
     free(p);
-    return 0;
+    return rc;
 }
 
 #define COMBINE(T)                                                                                 \
@@ -84,18 +75,25 @@ SCATTER(float)
 SCATTER(double)
 #undef SCATTER
 
-int embed_grad(enum dtype dt, int64_t n, int64_t k, const int64_t *slot, const int64_t *pos,
+int embed_grad(enum dtype dt, int64_t n, int64_t k, const int64_t *slot, const int64_t *pos, int64_t n_pos,
                const void *g, int64_t ld, int64_t dim, bool mean, int64_t *mark,
                struct sparse_rows *leaf)
 {
-    int64_t *used = malloc((size_t)(n * k + 1) * sizeof *used), m = 0, u = 0;
+    int64_t *used = malloc((size_t)(n * k + 1) * sizeof *used), u = 0;
     if (!used) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
     for (int64_t i = 0; i < n * k; i++)
-        if (slot[i] >= 0) used[m++] = slot[i];
-    qsort(used, (size_t)m, sizeof *used, pos_cmp); /* slots are in position order */
-    for (int64_t j = 0; j < m; j++)
-        if (j == 0 || used[j] != used[j - 1]) used[u++] = used[j];
-    int rc = sparse_rows_reserve(leaf, dt, dim, u);
+        if (slot[i] >= 0 && mark[slot[i]] < 0) {
+            mark[slot[i]] = 0;
+            used[u++] = slot[i];
+        }
+    int rc = 0; /* slots are in position order: sort them, or scan the marks when most are used */
+    if (u * 8 >= n_pos) {
+        for (int64_t s = 0, c = 0; s < n_pos; s++)
+            if (mark[s] >= 0) used[c++] = s;
+    } else {
+        rc = sort_i64(used, u);
+    }
+    if (rc == 0) rc = sparse_rows_reserve(leaf, dt, dim, u);
     if (rc == 0) {
         for (int64_t j = 0; j < u; j++) {
             mark[used[j]] = j;
@@ -105,8 +103,8 @@ int embed_grad(enum dtype dt, int64_t n, int64_t k, const int64_t *slot, const i
         memset(leaf->val, 0, (size_t)(u * dim) * dtype_size(dt));
         if (dt == DT_F64) scatter_double(n, k, slot, mark, g, ld, dim, mean, leaf->val);
         else scatter_float(n, k, slot, mark, g, ld, dim, mean, leaf->val);
-        for (int64_t j = 0; j < u; j++) mark[used[j]] = -1;
     }
+    for (int64_t j = 0; j < u; j++) mark[used[j]] = -1;
     free(used);
     return rc;
 }

@@ -4,7 +4,9 @@
 #include "cairn/error.h"
 #include "cairn/fsx.h"
 #include "cairn/h5util.h"
+#include "cairn/sort.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -206,38 +208,32 @@ int reader_rows(struct reader_cache *c, const char *file, const char *dataset, i
     return rc;
 }
 
-struct wanted {
-    int64_t row, at; /* file row, and where in the batch it goes */
-};
-
-static int by_row(const void *a, const void *b)
-{
-    int64_t x = ((const struct wanted *)a)->row, y = ((const struct wanted *)b)->row;
-    return (x > y) - (x < y);
-}
-
 /* HDF5 selections come back in file order: read the distinct rows sorted,
- * then put each where the batch wants it. */
+ * then put each where the batch wants it.  Rows that are one ascending
+ * run (an unshuffled batch) are read in place as one block. */
 static int gather_sorted(struct entry *e, const int64_t *idx, int64_t count, enum dtype dtype,
                          struct tensor *out)
 {
     int rc = 0;
-    struct wanted *w = malloc((size_t)(count ? count : 1) * sizeof *w);
+    bool run = true;
+    for (int64_t i = 1; run && i < count; i++) run = idx[i] == idx[i - 1] + 1;
+    if (run) return read_sel(e, NULL, count ? idx[0] : 0, count, dtype, out);
+    struct sort_kv *w = malloc((size_t)(count ? count : 1) * sizeof *w); /* (file row, batch row) */
     int64_t *sorted = malloc((size_t)(count ? count : 1) * sizeof *sorted), uniq = 0;
     struct tensor tmp = {0};
     CAIRN_CHECK_ALLOC(w && sorted ? w : NULL);
-    for (int64_t i = 0; i < count; i++) w[i] = (struct wanted){idx[i], i};
-    qsort(w, (size_t)count, sizeof *w, by_row);
+    for (int64_t i = 0; i < count; i++) w[i] = (struct sort_kv){idx[i], i};
+    CAIRN_CHECK(sort_kv(w, count));
     for (int64_t i = 0; i < count; i++)
-        if (uniq == 0 || sorted[uniq - 1] != w[i].row) sorted[uniq++] = w[i].row;
+        if (uniq == 0 || sorted[uniq - 1] != w[i].key) sorted[uniq++] = w[i].key;
     CAIRN_CHECK(read_sel(e, sorted, 0, uniq, dtype, &tmp));
     struct shape s = e->shape;
     s.d[0] = count;
     CAIRN_CHECK(tensor_resize(out, dtype, &s));
     size_t row = count ? tensor_bytes(out) / (size_t)count : 0;
     for (int64_t i = 0, u = 0; i < count; i++) {
-        while (sorted[u] != w[i].row) u++;
-        memcpy((char *)out->data + (size_t)w[i].at * row, (char *)tmp.data + (size_t)u * row, row);
+        while (sorted[u] != w[i].key) u++;
+        memcpy((char *)out->data + (size_t)w[i].val * row, (char *)tmp.data + (size_t)u * row, row);
     }
 cleanup:
     free(w);

@@ -19,7 +19,10 @@
  *  - push: replica 0 sends each shard that served a pull this step the
  *    sum's rows in its block, values only: they are exactly the union of
  *    the positions the shard was asked for, which it kept; the shard
- *    applies the optimizer to those rows and no others.
+ *    applies the optimizer to those rows and no others, late: at the next
+ *    round of pulls, the rows asked for first, then (after the replies)
+ *    the rest, while the readers compute; at the epoch's last step and
+ *    before checkpoints and model.h5, all at once (emb_settle).
  * Messages per step: a reader sends one request to and receives one reply
  * from each shard its batch touches, plus one message of the replicas'
  * reduction; replica 0 sends one push per shard touched by any replica.
@@ -36,6 +39,7 @@
 #include "cairn/partition.h"
 #include "cairn/reader.h"
 #include "cairn/runtime.h"
+#include "cairn/sort.h"
 #include "cairn/sparse_rows.h"
 
 #include <limits.h>
@@ -59,6 +63,21 @@ struct emb_tab {
     /* shard */
     int64_t lo, hi;                 /* its positions */
     int64_t *req, n_req, cap_req;   /* the positions this round's pulls asked for */
+    int64_t *pend, n_pend, cap_pend; /* the last push's, not yet all updated */
+};
+
+/* A pull request kept until the exchange ends: E counts, then positions. */
+struct emb_request {
+    int source;
+    int64_t *q;
+};
+
+/* The last push, applied at the next round of pulls (emb_serve) or when
+ * the state must be settled (emb_settle): the rows' sums sit in buf. */
+struct emb_pending {
+    bool on;
+    struct optim_args a; /* the step's: adam's bias corrections move */
+    struct tensor *w[EMBED_MAX_TABLES], *m[EMBED_MAX_TABLES], *v[EMBED_MAX_TABLES];
 };
 
 struct emb {
@@ -72,7 +91,10 @@ struct emb {
     char **reply;
     int *req_bytes, *reply_bytes, *dest;
     MPI_Request *rreq;
-    /* shard: replies in flight */
+    /* shard: requests kept, replies in flight, the pending update */
+    struct emb_request *in;
+    int n_in, cap_in;
+    struct emb_pending pend;
     char **out;
     MPI_Request *oreq;
     int n_out, cap_out;
@@ -141,6 +163,7 @@ void emb_destroy(struct trainer *t)
         free(x->mark);
         free(x->rows);
         free(x->req);
+        free(x->pend);
         sparse_rows_free(&x->leaf);
         sparse_rows_free(&x->got);
         sparse_rows_free(&x->sum[0]);
@@ -152,6 +175,8 @@ void emb_destroy(struct trainer *t)
         free(m->reply[p]);
     }
     for (int i = 0; i < m->n_out; i++) free(m->out[i]);
+    for (int i = 0; i < m->n_in; i++) free(m->in[i].q);
+    free(m->in);
     free(m->tab);
     free(m->req);
     free(m->reply);
@@ -362,7 +387,7 @@ int emb_backward(struct trainer *t, int64_t i, int64_t off, int64_t n, const voi
     int rc = 0;
     for (int e = 0; e < m->E; e++) {
         struct emb_tab *x = &m->tab[e];
-        CAIRN_CHECK(embed_grad(t->dt, n, x->k, x->slot + off * x->k, x->pos, (const char *)g + (size_t)x->col * m->esz,
+        CAIRN_CHECK(embed_grad(t->dt, n, x->k, x->slot + off * x->k, x->pos, x->n_pos, (const char *)g + (size_t)x->col * m->esz,
                                t->tp->dims[0], x->spec->dim, x->spec->mean, x->mark, &x->leaf));
         CAIRN_CHECK(sparse_tree_add(&x->tree, i, &x->leaf));
     }
@@ -490,6 +515,24 @@ cleanup:
 
 /* ---- the shard's side --------------------------------------------------------------- */
 
+/* Rows a step touches are scattered over tables far larger than the
+ * caches: ask for a row's values and state this many rows ahead, so
+ * that the misses overlap instead of stalling one by one. */
+enum { PREFETCH = 8 };
+
+static void prefetch_bytes(const char *p, size_t bytes)
+{
+    for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b, 1);
+}
+
+static void prefetch_row(struct tensor *const *w, struct tensor *const *mm, struct tensor *const *v, int e,
+                         size_t at, size_t row)
+{
+    prefetch_bytes((char *)w[e]->data + at, row);
+    if (mm && mm[e]) prefetch_bytes((char *)mm[e]->data + at, row);
+    if (v && v[e]) prefetch_bytes((char *)v[e]->data + at, row);
+}
+
 /* A request is E counts, then that many positions per table, each in
  * this shard's block. */
 static int check_request(const struct emb *m, int source, const int64_t *q, int bytes)
@@ -510,53 +553,70 @@ static int check_request(const struct emb *m, int source, const int64_t *q, int 
                          source, bytes);
 }
 
-struct serve_ctx {
-    struct trainer *t;
-    struct tensor *const *w;
-};
-
+/* Keep a request until the exchange ends (its data lives only during the
+ * call), and add its positions to the round's. */
 static int on_request(void *arg, int source, void *data, int bytes)
 {
-    struct serve_ctx *s = arg;
-    struct trainer *t = s->t;
+    struct trainer *t = arg;
     struct emb *m = t->emb;
     int rc = check_request(m, source, data, bytes);
     if (rc) return rc;
-    const int64_t *q = data, *p = q + m->E;
+    if (m->n_in == m->cap_in) {
+        int cap = m->cap_in ? 2 * m->cap_in : 8;
+        struct emb_request *r = realloc(m->in, (size_t)cap * sizeof *r);
+        if (!r) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+        m->in = r;
+        m->cap_in = cap;
+    }
+    int64_t *q = malloc((size_t)bytes);
+    if (!q) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    memcpy(q, data, (size_t)bytes);
+    m->in[m->n_in++] = (struct emb_request){source, q};
+    const int64_t *p = q + m->E;
+    for (int e = 0; e < m->E; e++) {
+        struct emb_tab *x = &m->tab[e];
+        if (x->n_req + q[e] > x->cap_req) {
+            int64_t cap = 2 * (x->n_req + q[e]);
+            int64_t *r = realloc(x->req, (size_t)cap * sizeof *r);
+            if (!r) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+            x->req = r;
+            x->cap_req = cap;
+        }
+        memcpy(x->req + x->n_req, p, (size_t)q[e] * sizeof *p);
+        x->n_req += q[e];
+        p += q[e];
+    }
+    return 0;
+}
+
+/* Reply to request r with its rows of w, in the order it asked. */
+static int reply(struct emb *m, const struct emb_request *r, struct tensor *const *w)
+{
+    const int64_t *q = r->q, *p = q + m->E;
     int64_t vbytes = 0;
     for (int e = 0; e < m->E; e++) vbytes += q[e] * m->tab[e].spec->dim * (int64_t)m->esz;
     if (m->n_out == m->cap_out) {
         int cap = m->cap_out ? 2 * m->cap_out : 8;
         char **o = realloc(m->out, (size_t)cap * sizeof *o);
         if (o) m->out = o;
-        MPI_Request *r = realloc(m->oreq, (size_t)cap * sizeof *r);
-        if (r) m->oreq = r;
-        if (!o || !r) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+        MPI_Request *rq = realloc(m->oreq, (size_t)cap * sizeof *rq);
+        if (rq) m->oreq = rq;
+        if (!o || !rq) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
         m->cap_out = cap;
     }
     char *v = malloc((size_t)vbytes + 1), *at = v;
     if (!v) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
     for (int e = 0; e < m->E; e++) {
-        struct emb_tab *x = &m->tab[e];
+        const struct emb_tab *x = &m->tab[e];
         size_t row = (size_t)x->spec->dim * m->esz;
-        if (x->n_req + q[e] > x->cap_req) {
-            int64_t cap = 2 * (x->n_req + q[e]);
-            int64_t *r = realloc(x->req, (size_t)cap * sizeof *r);
-            if (!r) {
-                free(v);
-                return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
-            }
-            x->req = r;
-            x->cap_req = cap;
-        }
         for (int64_t j = 0; j < q[e]; j++, p++) {
-            memcpy(at, (const char *)s->w[e]->data + (size_t)(*p - x->lo) * row, row);
+            if (j + PREFETCH < q[e]) __builtin_prefetch((const char *)w[e]->data + (size_t)(p[PREFETCH] - x->lo) * row);
+            memcpy(at, (const char *)w[e]->data + (size_t)(*p - x->lo) * row, row);
             at += row;
-            x->req[x->n_req++] = *p;
         }
     }
     m->out[m->n_out] = v;
-    rc = MPI_Isend(v, (int)vbytes, MPI_BYTE, source, TAG_EROWS, m->comm, &m->oreq[m->n_out]);
+    int rc = MPI_Isend(v, (int)vbytes, MPI_BYTE, r->source, TAG_EROWS, m->comm, &m->oreq[m->n_out]);
     if (rc != MPI_SUCCESS) {
         free(v);
         return cairn_err_mpi(rc, __FILE__, __LINE__, "MPI_Isend");
@@ -565,28 +625,63 @@ static int on_request(void *arg, int source, void *data, int bytes)
     return 0;
 }
 
+enum settle { SETTLE_ASKED, SETTLE_REST, SETTLE_ALL };
+
+/* Apply the pending push to its rows that this round's pulls asked for
+ * (x->req, sorted), to the others, or to all.  Each row's update is the
+ * same arithmetic whenever it runs, so the order changes no bit. */
+static void settle(struct trainer *t, enum settle which)
+{
+    struct emb *m = t->emb;
+    const struct emb_pending *pd = &m->pend;
+    const char *g = m->buf;
+    for (int e = 0; e < m->E; e++) {
+        struct emb_tab *x = &m->tab[e];
+        size_t row = (size_t)x->spec->dim * m->esz;
+        for (int64_t j = 0, r = 0; j < x->n_pend; j++, g += row) {
+            while (which != SETTLE_ALL && r < x->n_req && x->req[r] < x->pend[j]) r++;
+            bool asked = which != SETTLE_ALL && r < x->n_req && x->req[r] == x->pend[j];
+            if (which == SETTLE_ASKED ? !asked : asked) continue;
+            size_t at = (size_t)(x->pend[j] - x->lo) * row;
+            if (which != SETTLE_ASKED && j + PREFETCH < x->n_pend)
+                prefetch_row(pd->w, pd->m, pd->v, e, (size_t)(x->pend[j + PREFETCH] - x->lo) * row, row);
+            optim_update(t->dt, &pd->a, x->spec->dim, (char *)pd->w[e]->data + at, g,
+                         pd->m[e] ? (char *)pd->m[e]->data + at : NULL, pd->v[e] ? (char *)pd->v[e]->data + at : NULL);
+        }
+    }
+}
+
+/* A round of pulls: take every request, bring the rows asked for up to
+ * date, reply, and only then update the last push's other rows, while
+ * the readers compute (the update is off the step's critical path). */
 int emb_serve(struct trainer *t, struct tensor *const *w)
 {
     struct emb *m = t->emb;
-    struct serve_ctx s = {t, w};
-    int rc = 0;
+    int rc = 0, done = 0;
     for (int e = 0; e < m->E; e++) m->tab[e].n_req = 0;
-    rc = coll_exchange(m->comm, TAG_EREQ + (int)(m->round++ & 1), 0, NULL, NULL, NULL, on_request, &s);
-    int done = coll_wait(m->n_out, m->oreq);
-    for (int i = 0; i < m->n_out; i++) free(m->out[i]);
-    m->n_out = 0;
-    if (rc || done) return rc ? rc : done;
+    rc = coll_exchange(m->comm, TAG_EREQ + (int)(m->round++ & 1), 0, NULL, NULL, NULL, on_request, t);
     m->served = 0;
-    for (int e = 0; e < m->E; e++) { /* the union of the positions asked for, sorted */
+    for (int e = 0; rc == 0 && e < m->E; e++) { /* the union of the positions asked for, sorted */
         struct emb_tab *x = &m->tab[e];
-        if (x->n_req) qsort(x->req, (size_t)x->n_req, sizeof *x->req, pos_cmp);
         int64_t u = 0;
-        for (int64_t j = 0; j < x->n_req; j++)
+        rc = sort_i64(x->req, x->n_req);
+        for (int64_t j = 0; rc == 0 && j < x->n_req; j++)
             if (j == 0 || x->req[j] != x->req[j - 1]) x->req[u++] = x->req[j];
         x->n_req = u;
         m->served += u;
     }
-    return 0;
+    if (rc == 0 && m->pend.on) settle(t, SETTLE_ASKED);
+    for (int i = 0; rc == 0 && i < m->n_in; i++) rc = reply(m, &m->in[i], w);
+    for (int i = 0; i < m->n_in; i++) free(m->in[i].q);
+    m->n_in = 0;
+    done = coll_wait(m->n_out, m->oreq); /* first: a large reply moves only while MPI is called */
+    for (int i = 0; i < m->n_out; i++) free(m->out[i]);
+    m->n_out = 0;
+    if (rc == 0 && done == 0 && m->pend.on) {
+        settle(t, SETTLE_REST);
+        m->pend.on = false;
+    }
+    return rc ? rc : done;
 }
 
 /* Post the receive of this round's push (the rows served: their values, in
@@ -606,25 +701,37 @@ cleanup:
     return rc;
 }
 
-int emb_update(struct trainer *t, struct tensor *const *w, struct tensor *const *mm,
-               struct tensor *const *v, const struct optim_args *a)
+int emb_take_push(struct trainer *t, struct tensor *const *w, struct tensor *const *mm,
+                  struct tensor *const *v, const struct optim_args *a)
 {
     struct emb *m = t->emb;
     int rc = 0;
     if (m->served == 0) return 0;
     CAIRN_CHECK(coll_wait_sized(1, &m->push, &m->push_bytes));
-    const char *g = m->buf;
+    m->pend.on = true;
+    m->pend.a = *a;
     for (int e = 0; e < m->E; e++) {
         struct emb_tab *x = &m->tab[e];
-        size_t row = (size_t)x->spec->dim * m->esz;
-        for (int64_t j = 0; j < x->n_req; j++, g += row) {
-            size_t at = (size_t)(x->req[j] - x->lo) * row;
-            optim_update(t->dt, a, x->spec->dim, (char *)w[e]->data + at, g,
-                         mm && mm[e] ? (char *)mm[e]->data + at : NULL, v && v[e] ? (char *)v[e]->data + at : NULL);
-        }
+        int64_t *p = x->pend, c = x->cap_pend; /* the positions served become the pending rows */
+        x->pend = x->req;
+        x->cap_pend = x->cap_req;
+        x->n_pend = x->n_req;
+        x->req = p;
+        x->cap_req = c;
+        x->n_req = 0;
+        m->pend.w[e] = w[e];
+        m->pend.m[e] = mm ? mm[e] : NULL;
+        m->pend.v[e] = v ? v[e] : NULL;
     }
 cleanup:
     return rc;
+}
+
+void emb_settle(struct trainer *t)
+{
+    if (!t->emb || !t->emb->pend.on) return;
+    settle(t, SETTLE_ALL);
+    t->emb->pend.on = false;
 }
 
 int emb_dump_grads(struct trainer *t, int64_t f)
@@ -636,14 +743,14 @@ int emb_dump_grads(struct trainer *t, int64_t f)
     hid_t d = H5I_INVALID_HID;
     for (int e = 0; e < m->E; e++) {
         struct emb_tab *x = &m->tab[e];
-        int64_t n = m->served ? x->n_req : 0, at = 0, total = 0, a = spread_step(x->spec->rows);
+        int64_t n = m->pend.on ? x->n_pend : 0, at = 0, total = 0, a = spread_step(x->spec->rows);
         char name[96];
         CAIRN_CHECK_MPI(MPI_Exscan(&n, &at, 1, MPI_INT64_T, MPI_SUM, t->group));
         CAIRN_CHECK_MPI(MPI_Allreduce(&n, &total, 1, MPI_INT64_T, MPI_SUM, t->group));
         if (t->shard == 0) at = 0; /* MPI_Exscan leaves rank 0's undefined */
         free(ids);
         CAIRN_CHECK_ALLOC(ids = malloc((size_t)(n + 1) * sizeof *ids));
-        for (int64_t j = 0; j < n; j++) ids[j] = spread_row(x->req[j], x->spec->rows, a);
+        for (int64_t j = 0; j < n; j++) ids[j] = spread_row(x->pend[j], x->spec->rows, a);
         struct shape is = {.ndim = 1, .d = {total}}, rs = {.ndim = 2, .d = {total, x->spec->dim}};
         model_table_grad_name(x->spec->name, "ids", name, sizeof name);
         CAIRN_CHECK_H5(d = h5_create_dataset(f, name, DT_I64, &is, H5P_DEFAULT));

@@ -156,7 +156,7 @@ static int ref_micro(struct ref *r, const struct tensor *x, const struct tensor 
     }
     for (int e = 0, col = (int)t->inputs; e < t->n_tables; col += (int)t->tables[e++].dim) {
         struct ref_table *x = &r->tab[e];
-        CAIRN_CHECK(embed_grad(t->dtype, n, x->k, x->slot + lo * x->k, x->pos, (char *)r->g[0].data + (size_t)col * esz,
+        CAIRN_CHECK(embed_grad(t->dtype, n, x->k, x->slot + lo * x->k, x->pos, x->n_pos, (char *)r->g[0].data + (size_t)col * esz,
                                w, t->tables[e].dim, t->tables[e].mean, x->mark, &x->leaf));
         CAIRN_CHECK(sparse_tree_add(&x->tree, i, &x->leaf));
     }

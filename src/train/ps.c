@@ -505,7 +505,8 @@ int train_op_ps_step(struct op_call *c)
     if (t->emb) CAIRN_CHECK(emb_serve(t, tw)); /* the readers' pulls */
     if (t->emb) CAIRN_CHECK(emb_expect_push(t));
     CAIRN_CHECK(stream_updates(t, c, &a, req, left));
-    if (t->emb) CAIRN_CHECK(emb_update(t, tw, tm, tv, &a));
+    if (t->emb) CAIRN_CHECK(emb_take_push(t, tw, tm, tv, &a));
+    if (t->emb && t->rt->step == t->rt->steps_per_epoch) emb_settle(t); /* tasks after the steps see it all */
     if (t->spec->debug_grads && !t->grads_dumped) CAIRN_CHECK(dump_grads(t));
 cleanup:
     free(req);
@@ -520,6 +521,7 @@ int trainer_quiesce(struct trainer *t)
     if (t->role == ROLE_STAGE && rc == 0) rc = ps_pull_all(t);
     if (t->role == ROLE_PS) {
         struct workspace *ws = t->rt->ws;
+        emb_settle(t);
         if (!t->published) {
             struct blob **params = malloc((size_t)n_params(t) * sizeof *params);
             if (!params) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");

@@ -178,17 +178,23 @@ int emb_backward(struct trainer *t, int64_t i, int64_t off, int64_t n, const voi
 /* Reader, after a step's schedule: the replicas add their sums over the
  * tree's top, and replica 0 pushes each shard the sum of its rows. */
 int emb_push(struct trainer *t);
-/* Shard: serve one round of pulls from the tables w (its rows of each). */
+/* Shard: serve one round of pulls from the tables w (its rows of each),
+ * applying the pending push (emb_take_push) on the way: first to the rows
+ * asked for, then, after the replies are sent, to the rest. */
 int emb_serve(struct trainer *t, struct tensor *const *w);
 /* Shard, after a training round's emb_serve: post the receive of the sum
- * of the rows it served; then, emb_update: wait for it and update those
- * rows (m, v: the optimizer's state, or NULL). */
+ * of the rows it served; then, emb_take_push: wait for it and keep it as
+ * the pending update of those rows of w (m, v: the optimizer's state, or
+ * NULL), with the step's arguments a. */
 int emb_expect_push(struct trainer *t);
-int emb_update(struct trainer *t, struct tensor *const *w, struct tensor *const *m,
-               struct tensor *const *v, const struct optim_args *a);
-/* Shard, after emb_update: this step's gradient of its rows served, into
- * the debug.grads file f (open on the shards' group; collective there):
- * grads/embeddings/<name>/ids and .../rows, in position order. */
+int emb_take_push(struct trainer *t, struct tensor *const *w, struct tensor *const *m,
+                  struct tensor *const *v, const struct optim_args *a);
+/* Shard: apply the pending update now (before the tables are read whole:
+ * checkpoints, model.h5). */
+void emb_settle(struct trainer *t);
+/* Shard, after emb_take_push: this step's gradient of its rows served,
+ * into the debug.grads file f (open on the shards' group; collective
+ * there): grads/embeddings/<name>/ids and .../rows, in position order. */
 int emb_dump_grads(struct trainer *t, int64_t f);
 
 /* ---- download (download.c) ---- */
