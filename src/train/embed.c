@@ -582,7 +582,7 @@ static int on_request(void *arg, int source, void *data, int bytes)
             x->req = r;
             x->cap_req = cap;
         }
-        memcpy(x->req + x->n_req, p, (size_t)q[e] * sizeof *p);
+        if (q[e]) memcpy(x->req + x->n_req, p, (size_t)q[e] * sizeof *p); /* x->req may be NULL */
         x->n_req += q[e];
         p += q[e];
     }
