@@ -8,7 +8,7 @@ cd "$CAIRN_ROOT" || exit 1
 layers="base job ckpt runtime embed train app"
 # the layer of each public header
 declare -A of=(
-    [arena]=base [checksum]=base [clock]=base [coll]=base [diag]=base [error]=base [fault]=base [sort]=base
+    [arena]=base [checksum]=base [clock]=base [clones]=base [coll]=base [diag]=base [error]=base [fault]=base [sort]=base
     [fsx]=base [h5util]=base [partition]=base [preempt]=base [rng]=base [runlog]=base
     [slurm]=base [strbuf]=base [tensor]=base [version]=base [watchdog]=base
     [iodefer]=base [liveness]=base

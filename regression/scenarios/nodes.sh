@@ -184,11 +184,12 @@ lose_node() {
     fi
     wait_log "$tag.out" "cairn.sbatch: (cairn exited with|not requeueing)"
     expect_grep "$tag/died" "$tag.out" "cairn.sbatch: the run (died \($2 returned [0-9]+; cairn did not end in order\)|stalled \(3 stalled: rank [0-9]+ \(node[1-3]\): watchdog: no progress|lost \(3 lost: rank [0-9]+ \(node[1-3]\): )"
-    # How the survivors end is a race: the watchdog, a rank that dies of
-    # the broken connection first and takes the rest with it, or an MPI
-    # call failing ("lost"); the output names which.
+    # How the survivors end is a race: the watchdog (in a task, or in the
+    # agreement between steps on whether to stop), a rank that dies of the
+    # broken connection first and takes the rest with it, or an MPI call
+    # failing ("lost"); the output names which.
     [ "$how" = slurm-first ] ||
-        expect_grep "$tag/death-explained" "$tag.out" "watchdog: no progress for 1[0-9] s \(watchdog.timeout 10 s\) in (epoch 2 step [0-9]+: task|saving the checkpoint of epoch 2 step 0 )|srun: error: node[12]: tasks? [0-9,-]+: (Killed|Broken pipe|Terminated|Segmentation fault)|ORTE has lost communication with a remote daemon|exited on signal [0-9]+ \((Killed|Broken pipe|Terminated|Segmentation fault)\)|3 lost: rank [0-9]+ \(node[12]\)"
+        expect_grep "$tag/death-explained" "$tag.out" "watchdog: no progress for 1[0-9] s \(watchdog.timeout 10 s\) in (epoch 2 step [0-9]+: (task|agreeing whether to stop here)|saving the checkpoint of epoch 2 step 0 )|srun: error: node[12]: tasks? [0-9,-]+: (Killed|Broken pipe|Terminated|Segmentation fault)|ORTE has lost communication with a remote daemon|exited on signal [0-9]+ \((Killed|Broken pipe|Terminated|Segmentation fault)\)|3 lost: rank [0-9]+ \(node[12]\)"
     expect_grep "$tag/again-on-the-nodes-left" "$tag.out" "cairn.sbatch: 1 of 3 nodes do not answer; running again on node1,node2, "
     expect_grep "$tag/finished-in-place" "$tag.out" "cairn.sbatch: cairn exited with 0"
     expect_count "$tag/not-requeued" "$tag.out" "requeueing" 0

@@ -16,6 +16,9 @@ static void checksum_splits_add_up(void **state)
     for (int i = 0; i < 1000; i++) v[i] = i * 0.37 - 5;
     for (int i = 0; i < 999; i++) w[i] = (float)(i * 1.5);
     uint64_t whole = checksum_part(v, 8, 1000, 0), whole4 = checksum_part(w, 4, 999, 0);
+    /* the file format: values from a Python transcription of checksum.h's formula */
+    assert_true(whole == UINT64_C(0x6ab4a6bfd8a74386));
+    assert_true(whole4 == UINT64_C(0xdc80e85584715ed6));
     for (int parts = 1; parts <= 7; parts++) {
         uint64_t sum = 0, sum4 = 0;
         for (int p = 0; p < parts; p++) {

@@ -1,29 +1,17 @@
 /* Optimizer updates; see include/cairn/optim.h. */
 #include "cairn/optim.h"
 
-#include <math.h>
+#include "cairn/clones.h"
 
-/* Clones for the widest vectors the CPU has, chosen at load time by an
- * ifunc resolver; not under the sanitizers, whose instrumented resolvers
- * would run before they are set up.  The clones' bits are alike: each
- * lane's add, multiply, divide and square root is IEEE-rounded, and the
- * build fuses no multiply-add (-ffp-contract=off, GNUmakefile). */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_UNDEFINED__)
-#define CLONES
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
-#define CLONES
-#endif
-#endif
-#ifndef CLONES
-#define CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#endif
+#include <math.h>
 
 /* One element type's update over n elements: one branch-free loop per
  * optimizer, so the compiler vectorizes it (the update is on the critical
- * path between two steps). */
+ * path between two steps).  The clones' bits are alike: each lane's add,
+ * multiply, divide and square root is IEEE-rounded, and nothing is fused
+ * (clones.h). */
 #define UPDATE(T, SQRT)                                                                     \
-    CLONES static void update_##T(const struct optim_args *a, int64_t n, T *restrict w,            \
+    CAIRN_CLONES static void update_##T(const struct optim_args *a, int64_t n, T *restrict w,      \
                            const T *restrict g, T *restrict m, T *restrict v)               \
     {                                                                                       \
         const T lr = (T)a->lr, wd = (T)a->wd, mu = (T)a->mu, b1 = (T)a->b1, b2 = (T)a->b2;  \
