@@ -117,7 +117,8 @@ case_usr1() {
     slurm_client scancel --signal=USR1 --batch "$j"
     expect_eq usr1/completed "$(job_wait "$j")" COMPLETED
     expect_grep usr1/preempted usr1/cairn.log "preempted by signal USR1 in epoch [23] after step [0-9]+: saving"
-    expect_grep usr1/requeued usr1/cairn.log "requeued slurm job $j: it resumes from this checkpoint"
+    expect_grep usr1/requeued usr1/cairn.log "requeueing slurm job $j: it resumes from this checkpoint"
+    expect_count usr1/requeue-answered usr1/cairn.log "the requeue failed" 0
     expect_grep usr1/resumed usr1/cairn.log "slurm: job $j, restart 1, nodes node\[1-3\]"
     same_bytes usr1/model-as-uninterrupted base/model.h5 usr1/model.h5
     expect_count usr1/kill-wait-warned usr1/cairn.log "warning: a checkpoint took [0-9.]+ s, longer than Slurm's KillWait \(5 s\): a preemption by TERM would kill the job before its save is committed" 1

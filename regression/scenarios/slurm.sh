@@ -69,7 +69,8 @@ usr1() {
     s=$(preempted_step "$tag")
     expect_grep "$tag/saved-mid-epoch" "$tag/cairn.log" "checkpoint saved: epoch 1 step $s \(ckpt-e000001-s0*$s.h5\)"
     expect_grep "$tag/exit-75" "$tag.out" "cairn: preempted by signal USR1 in epoch 2 after step $s: checkpoint saved in $tag/ckpt; exit 75: rerun to continue"
-    expect_grep "$tag/requeued-itself" "$tag/cairn.log" "requeued slurm job $j: it resumes from this checkpoint"
+    expect_grep "$tag/requeued-itself" "$tag/cairn.log" "requeueing slurm job $j: it resumes from this checkpoint"
+    expect_count "$tag/requeue-answered" "$tag/cairn.log" "the requeue failed" 0
     expect_grep "$tag/restarted" "$tag/cairn.log" "slurm: job $j, restart 1, "
     expect_grep "$tag/resumed-at-step" "$tag/cairn.log" "resuming in epoch 2 after step $s \(init skipped\)"
     # the rest of epoch 2, no sample skipped or seen twice (26215 per epoch, 512 a step)
@@ -111,7 +112,7 @@ expect_eq thrice/completed "$(job_wait "$j")" COMPLETED
 expect_grep thrice/first-mid-epoch-1 thrice/cairn.log "preempted by signal USR1 in epoch 1 after step"
 expect_grep thrice/third-mid-epoch-2 thrice/cairn.log "preempted by signal USR1 in epoch 2 after step"
 expect_count thrice/preempted-3-times thrice/cairn.log "preempted by signal USR1 " 3
-expect_count thrice/requeued-3-times thrice/cairn.log "requeued slurm job $j:" 3
+expect_count thrice/requeued-3-times thrice/cairn.log "requeueing slurm job $j:" 3
 expect_grep thrice/restart-3 thrice/cairn.log "slurm: job $j, restart 3, "
 expect_grep thrice/finished thrice/cairn.log "job demo finished: 2 epochs run"
 same_bytes thrice/same-model-bytes base/model.h5 thrice/model.h5
@@ -127,7 +128,7 @@ expect_eq time-limit/completed "$(job_wait "$j")" COMPLETED
 n=$(grep -c "preempted by the time limit (margin 50 s) " limit/cairn.log)
 [ "$n" -ge 1 ] && pass time-limit/stopped-by-limit || fail time-limit/stopped-by-limit "no time-limit stop" limit/cairn.log
 expect_count time-limit/no-signal limit/cairn.log "preempted by signal" 0
-expect_count time-limit/requeued limit/cairn.log "requeued slurm job $j:" "$n"
+expect_count time-limit/requeued limit/cairn.log "requeueing slurm job $j:" "$n"
 expect_grep time-limit/by-epoch-2 limit/cairn.log "preempted by the time limit \(margin 50 s\) in epoch (1|2) after step"
 expect_grep time-limit/end-time-logged limit/cairn.log "slurm: job $j, restart 0, .* ends [0-9-]+T"
 same_bytes time-limit/same-model-bytes base/model.h5 limit/model.h5
@@ -170,7 +171,7 @@ for t in 0 1 2; do
     expect_grep "array/$t/task-id" "sweep/$t/cairn.log" "slurm: job ${j}_$t, restart 0, "
     [ -f "sweep/$t/model.h5" ] && pass "array/$t/model" || fail "array/$t/model" "no sweep/$t/model.h5" "sweep-$t.out"
 done
-expect_grep array/1/requeued sweep/1/cairn.log "requeued slurm job ${j}_1: it resumes"
+expect_grep array/1/requeued sweep/1/cairn.log "requeueing slurm job ${j}_1: it resumes"
 expect_grep array/1/restarted sweep/1/cairn.log "slurm: job ${j}_1, restart 1, "
 same_bytes array/1/same-model-bytes base/model.h5 sweep/1/model.h5
 cmp -s sweep/0/model.h5 sweep/2/model.h5 && fail array/settings-differ "tasks 0 and 2 made the same model" ||

@@ -28,6 +28,7 @@
 #include <getopt.h>
 #include <malloc.h>
 #include <mpi.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -422,6 +423,9 @@ static int cmd_run(int argc, char **argv)
         return CAIRN_EXIT_INPUT;
     }
     preempt_install(preempt_default_signals, PREEMPT_N_DEFAULT);
+    /* A launcher that is torn down closes the ranks' stdout: a log line
+     * written then must fail, not kill the rank (the log file keeps it). */
+    signal(SIGPIPE, SIG_IGN);
     mpi_init(&argc, &argv, &threads);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     struct job *job = NULL;

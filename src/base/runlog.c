@@ -81,8 +81,8 @@ void runlog_line(struct runlog *l, const char *fmt, ...)
     if (n < 0) return;
     size_t len = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
     if (l) pthread_mutex_lock(&l->lock);
+    if (l) put(l->log_fd, line, len); /* the file first: it is the record */
     put(STDOUT_FILENO, line, len);
-    if (l) put(l->log_fd, line, len);
     if (l) pthread_mutex_unlock(&l->lock);
 }
 

@@ -91,7 +91,10 @@ void slurm_job_state(const struct slurm_job *s, char *state, size_t size, bool *
 int slurm_requeue(const struct slurm_job *s)
 {
     char cmd[256], out[512];
-    snprintf(cmd, sizeof cmd, "timeout 20 scontrol requeue %s 2>&1; echo \"exit $?\"", s->id);
+    /* Slurm answers a requeue by sending TERM to every process of the job,
+     * this command too: it ignores TERM so that its answer gets back
+     * (scontrol gives up by itself after Slurm's MessageTimeout). */
+    snprintf(cmd, sizeof cmd, "trap '' TERM; scontrol requeue %s 2>&1; echo \"exit $?\"", s->id);
     FILE *p = popen(cmd, "r");
     if (!p) return cairn_err_errno(CAIRN_ERUNTIME, __FILE__, __LINE__, "cannot run scontrol");
     size_t n = fread(out, 1, sizeof out - 1, p);

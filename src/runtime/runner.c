@@ -369,11 +369,12 @@ static void requeue(struct runtime *rt, const struct run_opts *o, bool saved)
     else if (!requeueable)
         runlog_line(rt->log, "slurm job %s is not requeueable (submit it with --requeue); rerun "
                              "it to continue", s->id);
-    else if (slurm_requeue(s))
-        runlog_line(rt->log, "warning: %s", cairn_errmsg());
-    else
-        runlog_line(rt->log, "requeued slurm job %s: it resumes from %s checkpoint", s->id,
+    else {
+        /* said first: the requeue's TERM may end this rank before it returns */
+        runlog_line(rt->log, "requeueing slurm job %s: it resumes from %s checkpoint", s->id,
                     saved ? "this" : "the newest committed");
+        if (slurm_requeue(s)) runlog_line(rt->log, "warning: the requeue failed: %s", cairn_errmsg());
+    }
 }
 
 /* Save where the job is (unless that was just tried), settle the
