@@ -5,5 +5,6 @@
 # and each id's latent vector), written by NP ranks (default 2).
 set -eu
 cairn=${CAIRN:-$(cd "$(dirname "$0")/.." && pwd)/build/cairn}
+[ -x "$cairn" ] || cairn=cairn # installed (share/cairn/jobs): the cairn on PATH
 exec mpirun --oversubscribe -np "${2:-2}" "$cairn" data synth --out "$1" --samples 262144 --features 13 \
     --classes 2 --hidden 8 --seed 21 --table user:1000000:1 --table item:100000:4

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make demo`: train jobs/demo.cfg on 4 ranks (2 pipeline stages + 2
 # parameter-server shards), stop it halfway as a crash or a time limit
-# would, resume it from its last checkpoint, and show the held-out
-# accuracy of the model it saved.
+# would, resume it from its last checkpoint, show the held-out accuracy
+# of the model it saved, score it again with cairn eval, and plot the run.
 set -eu
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -36,3 +36,8 @@ import json
 rows = [json.loads(l) for l in open("runs/demo/metrics.jsonl")]
 print([r for r in rows if "accuracy" in r][-1]["accuracy"])')
 echo "final held-out accuracy: $acc (chance: 0.125)"
+first=$(/usr/bin/python3 -c 'import h5py; n = len(h5py.File("demo.h5", "r")["labels"]); print(n - int(0.2 * n))')
+echo "== cairn eval on the held-out rows $first: (the same figures as the log's last epoch)"
+"$cairn" eval runs/demo/model.h5 demo.h5 --rows "$first:"
+echo "== cairn plot"
+"$cairn" plot runs/demo -o runs/demo/demo.png

@@ -65,6 +65,9 @@ struct ext_def {
     void (*destroy)(void **state);
     /* Steps in one epoch, the same on every rank; 0: the job's own count. */
     int64_t (*steps_per_epoch)(const void *state);
+    /* Samples one epoch's steps take, the same on every rank (for the
+     * progress lines' samples/s); NULL or 0: not counted. */
+    int64_t (*epoch_samples)(const void *state);
     /* Collective, after each epoch (steps_seconds: the epoch's steps without
      * epoch_end): metrics fields (",\"k\":v..." JSON) and a text for the
      * epoch's log line, both meaningful on world rank 0. */

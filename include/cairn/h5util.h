@@ -46,5 +46,13 @@ int h5_put_tensor(hid_t loc, const char *name, const struct tensor *v);
 int h5_attr_put(hid_t obj, const char *name, hid_t type, const void *v);
 int h5_attr_put_str(hid_t obj, const char *name, const char *s);
 int h5_attr_put_i64(hid_t obj, const char *name, int64_t v);
+/* Attributes of an untrusted file, each checked to hold exactly one value
+ * of its class; errors carry `code` (CAIRN_ECORRUPT for a checkpoint,
+ * CAIRN_EINPUT for a model file) and name the attribute.  An integer must
+ * lie in [lo, hi]; a string is fixed-length, at most max bytes, returned
+ * in a malloc'd buffer the caller frees. */
+int h5_attr_get_i64(hid_t obj, const char *name, int64_t lo, int64_t hi, int code, int64_t *v);
+int h5_attr_get_u64(hid_t obj, const char *name, int code, uint64_t *v);
+int h5_attr_get_str(hid_t obj, const char *name, size_t max, int code, char **out);
 
 #endif

@@ -123,6 +123,7 @@ struct job {
     int n_groups;
     struct phase phases[N_PHASES];
     int64_t steps_per_epoch; /* 0: an extension's count (one pass over its data) */
+    double progress;         /* seconds between progress lines in an epoch; 0: none */
     struct stop_spec stop;
     struct ckpt_spec ckpt;
     struct slurm_spec slurm;

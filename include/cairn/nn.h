@@ -68,6 +68,11 @@ double nn_loss(enum dtype dt, enum loss l, int64_t n, int64_t k, const void *z,
                const int32_t *labels, const void *targets, int64_t batch, void *dz,
                int64_t *correct);
 
+/* The area under the ROC curve of n (score, label) pairs (sl: 2n values;
+ * sorted in place), exactly.  NaN if either class is missing or a score is
+ * NaN (which has no rank). */
+double nn_auc(double *sl, int64_t n);
+
 /* Multiply-adds of one sample through the layers (for FLOP counts). */
 double nn_macs(int n_layers, const int64_t *dims);
 

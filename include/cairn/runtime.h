@@ -4,6 +4,7 @@
 #define CAIRN_RUNTIME_H
 
 #include "cairn/fault.h"
+#include "cairn/progress.h"
 #include "cairn/job.h"
 #include "cairn/slurm.h"
 
@@ -39,6 +40,7 @@ struct runtime {
     int64_t epoch; /* the epoch running (1-based), or the last one run */
     int64_t step;  /* the step running in it (1-based), 0 outside epochs */
     struct fault fault; /* CAIRN_FAULT, for the regression suite */
+    struct progress progress; /* rank 0's progress lines */
 };
 
 #endif

@@ -33,6 +33,7 @@ int trainer_create(struct runtime *rt, const struct train_plan *tp, const MPI_Co
 void trainer_destroy(struct trainer **t);
 /* Steps in one pass over the training data, the same on every rank. */
 int64_t trainer_steps_per_epoch(const struct trainer *t);
+int64_t trainer_epoch_samples(const struct trainer *t);
 /* Collective on the world, after an epoch: the samples trained on, the
  * longest time any stage spent in its pipeline schedules during the epoch
  * (the counters then restart), and the most bytes a PS shard holds for

@@ -15,9 +15,9 @@ declare -A of=(
     [analyze]=job [config]=job [ext]=job [job]=job [op]=job [plan]=job [placement]=job [print]=job
     [ckpt_file]=ckpt [ckpt_index]=ckpt
     [ckpt]=runtime [exec]=runtime [layout]=runtime [reader]=runtime [runner]=runtime
-    [runtime]=runtime [workspace]=runtime [guard]=runtime
+    [runtime]=runtime [workspace]=runtime [guard]=runtime [progress]=runtime
     [embed_ids]=embed [optim]=embed [sparse_rows]=embed [embed_bag]=embed
-    [model]=train [nn]=train [scalapack]=train [train]=train [train_spec]=train [trainplan]=train
+    [infer]=train [model]=train [nn]=train [scalapack]=train [train]=train [train_spec]=train [trainplan]=train
     [cli]=app [datagen]=app
 )
 rank() { local i=0 l; for l in $layers; do [ "$l" = "$1" ] && echo $i && return; i=$((i + 1)); done; echo 99; }

@@ -121,9 +121,11 @@ same_bytes thrice/same-model-bytes base/model.h5 thrice/model.h5
 # minute, stopping 50 s before the end; every run stops and requeues
 # itself until the job is done.  Rank 0's clock jumps a minute ahead after
 # the first step of epoch 2, so the limit comes there at the latest,
-# however fast this machine runs the job.
+# however fast this machine runs the job.  Progress lines come at every
+# step: they show the time left, and once the clock has jumped, warn
+# that the job cannot end before the limit.
 sed '/^#SBATCH --signal/d' "$SBATCH" >nosignal.sbatch
-j=$(CAIRN_FAULT=clock:60:0:2 SCRIPT=nosignal.sbatch submit limit srun --time=1 -- --set slurm.time_margin=50)
+j=$(CAIRN_FAULT=clock:60:0:2 SCRIPT=nosignal.sbatch submit limit srun --time=1 -- --set slurm.time_margin=50 --set progress=1e-9)
 expect_eq time-limit/completed "$(job_wait "$j")" COMPLETED
 n=$(grep -c "preempted by the time limit (margin 50 s) " limit/cairn.log)
 [ "$n" -ge 1 ] && pass time-limit/stopped-by-limit || fail time-limit/stopped-by-limit "no time-limit stop" limit/cairn.log
@@ -131,6 +133,8 @@ expect_count time-limit/no-signal limit/cairn.log "preempted by signal" 0
 expect_count time-limit/requeued limit/cairn.log "requeueing slurm job $j:" "$n"
 expect_grep time-limit/by-epoch-2 limit/cairn.log "preempted by the time limit \(margin 50 s\) in epoch (1|2) after step"
 expect_grep time-limit/end-time-logged limit/cairn.log "slurm: job $j, restart 0, .* ends [0-9-]+T"
+expect_grep time-limit/progress-shows-limit limit/cairn.log "cairn: epoch [12] step [0-9]+/52 \([0-9]+%\): .*, job ETA [0-9:]+ \(epoch [12] of 2\), time limit in 0:0[01]:[0-9]{2}$"
+expect_grep time-limit/warned limit/cairn.log "warning: at the measured rate the job needs about [0-9:]+ more, but Slurm's time limit comes in [0-9:]+: it will be stopped there"
 same_bytes time-limit/same-model-bytes base/model.h5 limit/model.h5
 
 # scancel: TERM, and the job is being cancelled, so cairn saves but does
@@ -206,6 +210,17 @@ first_run_fault kill:write:1:2
 j=$(CAIRN=$PWD/once.sh submit died-norq mpirun -- --no-requeue)
 expect_eq died-no-requeue/failed "$(job_wait "$j")" FAILED
 expect_grep died-no-requeue/said died-norq.out "cairn.sbatch: not running again \(--no-requeue\)"
+
+# the template from an installed copy (make install PREFIX): cairn and the
+# job come from the module's environment (PATH, CAIRN_SHARE), none from
+# this tree
+run install make -s -C "$CAIRN_ROOT" install PREFIX="$PWD/opt"
+expect_rc installed/install install 0
+j=$(env -u CAIRN -u JOB PATH="$PWD/opt/bin:$PATH" CAIRN_SHARE="$PWD/opt/share/cairn" RUN_DIR=installed \
+    LAUNCHER=mpirun sbatch --parsable -o installed.out "$PWD/opt/share/cairn/slurm/cairn.sbatch" "${epochs[@]}")
+expect_eq installed/completed "$(job_wait "$j")" COMPLETED
+expect_grep installed/its-cairn installed.out "cairn.sbatch: job $j, restart 0, .*: mpirun -np 4 cairn run $PWD/opt/share/cairn/jobs/demo.cfg --run-dir installed "
+same_bytes installed/same-model-bytes base/model.h5 installed/model.h5
 
 # launches that cannot work: one clear line from task 0, exit 2
 for plugin in pmi2 none; do

@@ -1,5 +1,6 @@
 /* The command line: `cairn run|print|check|data ...` (see doc/cairn.1). */
 #include "cairn/cli.h"
+#include "cli_priv.h"
 
 #include "cairn/analyze.h"
 #include "cairn/ckpt_file.h"
@@ -46,6 +47,9 @@ static const char usage_main[] =
     "  ckpt ...        list, verify and extract checkpoints\n"
     "  data ...        write example data sets\n"
     "  ops             list the ops a job can use, with their parameters\n"
+    "  eval MODEL.h5 DATA.h5     a trained model's loss and accuracy on data\n"
+    "  predict MODEL.h5 DATA.h5 -o OUT.h5   its outputs for every row\n"
+    "  plot RUN_DIR... -o FILE.png   loss, accuracy, samples/s per epoch\n"
     "  grads JOB.cfg   a model job's first gradients, computed in one process\n"
     "  bench sgemm     this core's single-precision GEMM rate (for benchmarks)\n"
     "\n"
@@ -119,7 +123,7 @@ static const char usage_ckpt[] =
     "  extract  copy blobs of the committed checkpoint of epoch E (default: the\n"
     "           newest) into OUT.h5 as datasets /GROUP/BLOB, checksums verified\n";
 
-static int usage_error(const char *usage, const char *fmt, const char *arg)
+int cli_usage_error(const char *usage, const char *fmt, const char *arg)
 {
     char msg[512];
     snprintf(msg, sizeof msg, fmt, arg);
@@ -201,47 +205,47 @@ static int parse_job_args(int argc, char **argv, const char *usage, bool with_ra
         switch (c) {
         case OPT_SET: a->sets[a->n_sets++] = optarg; break;
         case OPT_RUN_DIR:
-            if (!with_run_dir) return usage_error(usage, "unknown option '%s'", "--run-dir");
+            if (!with_run_dir) return cli_usage_error(usage, "unknown option '%s'", "--run-dir");
             a->run_dir = optarg;
             break;
         case OPT_RANKS:
-            if (!with_ranks) return usage_error(usage, "unknown option '%s'", "--ranks");
+            if (!with_ranks) return cli_usage_error(usage, "unknown option '%s'", "--ranks");
             if (parse_int(optarg, 1, 1 << 24, &v))
-                return usage_error(usage, "--ranks needs a positive integer, not '%s'", optarg);
+                return cli_usage_error(usage, "--ranks needs a positive integer, not '%s'", optarg);
             a->ranks = (int)v;
             break;
         case OPT_PER_NODE:
-            if (usage != usage_print) return usage_error(usage, "unknown option '%s'", "--ranks-per-node");
+            if (usage != usage_print) return cli_usage_error(usage, "unknown option '%s'", "--ranks-per-node");
             if (parse_int(optarg, 1, 1 << 24, &v))
-                return usage_error(usage, "--ranks-per-node needs a positive integer, not '%s'",
+                return cli_usage_error(usage, "--ranks-per-node needs a positive integer, not '%s'",
                                    optarg);
             a->per_node = (int)v;
             break;
         case OPT_RESUME:
         case OPT_FORCE:
         case OPT_NO_REQUEUE:
-            if (!with_run_dir) return usage_error(usage, "unknown option '%s'", argv[optind - 1]);
+            if (!with_run_dir) return cli_usage_error(usage, "unknown option '%s'", argv[optind - 1]);
             if (c == OPT_FORCE)
                 a->resume.force = true;
             else if (c == OPT_NO_REQUEUE)
                 a->no_requeue = true;
             else if (parse_resume(optarg, &a->resume))
-                return usage_error(usage, "--resume takes auto, latest, none or an epoch, not '%s'",
+                return cli_usage_error(usage, "--resume takes auto, latest, none or an epoch, not '%s'",
                                    optarg);
             break;
         case 'h': case OPT_HELP: a->help = true; break;
-        default: return usage_error(usage, "unknown option '%s'", argv[optind - 1]);
+        default: return cli_usage_error(usage, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (a->help) {
         fputs(usage, stdout);
         return CAIRN_EXIT_OK;
     }
-    if (optind >= argc) return usage_error(usage, "%s", "missing job file");
+    if (optind >= argc) return cli_usage_error(usage, "%s", "missing job file");
     a->job = argv[optind++];
-    if (optind < argc) return usage_error(usage, "unexpected argument '%s'", argv[optind]);
+    if (optind < argc) return cli_usage_error(usage, "unexpected argument '%s'", argv[optind]);
     if (a->resume.force && a->resume.mode != RESUME_NONE)
-        return usage_error(usage, "%s", "--force goes with --resume=none");
+        return cli_usage_error(usage, "%s", "--force goes with --resume=none");
     return -1;
 }
 
@@ -403,7 +407,7 @@ cleanup:
  * rank made every checkpoint save across 3 test nodes 40x slower (1.5 s
  * instead of 0.04 s for 25.7 MB).  With a core to itself, a rank pays one
  * sched_yield per idle poll. */
-static void mpi_init(int *argc, char ***argv, int *threads)
+void cli_mpi_init(int *argc, char ***argv, int *threads)
 {
     setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
     MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, threads);
@@ -426,7 +430,7 @@ static int cmd_run(int argc, char **argv)
     /* A launcher that is torn down closes the ranks' stdout: a log line
      * written then must fail, not kill the rank (the log file keeps it). */
     signal(SIGPIPE, SIG_IGN);
-    mpi_init(&argc, &argv, &threads);
+    cli_mpi_init(&argc, &argv, &threads);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     struct job *job = NULL;
     struct plan *plan = NULL;
@@ -502,7 +506,7 @@ static int ckpt_verify(int argc, char **argv)
     struct strbuf settings = {0};
     const char *file = argc > 1 ? argv[1] : NULL;
     int code = CAIRN_EXIT_INPUT, rc = 0;
-    if (!file || file[0] == '-') return usage_error(usage_ckpt, "%s", "verify needs FILE");
+    if (!file || file[0] == '-') return cli_usage_error(usage_ckpt, "%s", "verify needs FILE");
     if (argc > 2) { /* the rest is a job's arguments, --job JOB.cfg naming the job */
         char **rest = calloc((size_t)argc, sizeof *rest);
         int n = 0;
@@ -513,7 +517,7 @@ static int ckpt_verify(int argc, char **argv)
             if (strcmp(argv[i], "--job") == 0) job = true;
             else rest[n++] = argv[i];
         code = job ? parse_job_args(n, rest, usage_ckpt, true, false, &a)
-                   : usage_error(usage_ckpt, "%s", "verify takes FILE, then --job JOB.cfg");
+                   : cli_usage_error(usage_ckpt, "%s", "verify takes FILE, then --job JOB.cfg");
         free(rest);
         if (code >= 0) goto done;
         if ((rc = job_settings(&a, &settings))) {
@@ -552,17 +556,17 @@ static int ckpt_extract(int argc, char **argv)
         if (c == 'b') blobs[n++] = optarg;
         else if (c == 'o') out = optarg;
         else {
-            code = usage_error(usage_ckpt, "bad option '%s'", argv[optind - 1]);
+            code = cli_usage_error(usage_ckpt, "bad option '%s'", argv[optind - 1]);
             goto done;
         }
     }
     if (optind < argc - 1 && n > 0) { /* "--blob a b": b is no DIR */
-        code = usage_error(usage_ckpt, "unexpected argument '%s': each blob needs its own --blob "
+        code = cli_usage_error(usage_ckpt, "unexpected argument '%s': each blob needs its own --blob "
                                        "(--blob GROUP/A --blob GROUP/B)", argv[optind + 1]);
         goto done;
     }
     if (optind != argc - 1 || !out || n == 0) {
-        code = usage_error(usage_ckpt, "%s", "extract needs DIR, --blob GROUP/BLOB (once per blob) and -o OUT.h5");
+        code = cli_usage_error(usage_ckpt, "%s", "extract needs DIR, --blob GROUP/BLOB (once per blob) and -o OUT.h5");
         goto done;
     }
     struct ckpt_entry e;
@@ -586,7 +590,7 @@ static int cmd_ckpt(int argc, char **argv)
     if (strcmp(argv[1], "ls") == 0 && argc == 3) return ckpt_ls(argv[2]);
     if (strcmp(argv[1], "verify") == 0) return ckpt_verify(argc - 1, argv + 1);
     if (strcmp(argv[1], "extract") == 0) return ckpt_extract(argc - 1, argv + 1);
-    return usage_error(usage_ckpt, "bad arguments for '%s'", argv[1]);
+    return cli_usage_error(usage_ckpt, "bad arguments for '%s'", argv[1]);
 }
 
 /* ---- data ------------------------------------------------------------------- */
@@ -598,23 +602,23 @@ static int parse_table(const char *arg, struct datagen_spec *g)
     const char *rows = strchr(arg, ':'), *k = rows ? strchr(rows + 1, ':') : NULL;
     char num[32];
     long r, n;
-    if (g->n_tables == DATAGEN_MAX_TABLES) return usage_error(usage_data, "more than 8 tables ('--table %s')", arg);
+    if (g->n_tables == DATAGEN_MAX_TABLES) return cli_usage_error(usage_data, "more than 8 tables ('--table %s')", arg);
     if (!rows || !k || rows == arg || (size_t)(rows - arg) >= sizeof t->name || (size_t)(k - rows) > sizeof num)
         goto bad;
     snprintf(num, (size_t)(k - rows), "%s", rows + 1);
     if (parse_int(num, 1, 1L << 40, &r) || parse_int(k + 1, 1, DATAGEN_MAX_BAG, &n)) goto bad;
     snprintf(t->name, (size_t)(rows - arg) + 1, "%s", arg);
     if (strcmp(t->name, "features") == 0 || strcmp(t->name, "labels") == 0)
-        return usage_error(usage_data, "table dataset '%s' would replace the features or labels", t->name);
+        return cli_usage_error(usage_data, "table dataset '%s' would replace the features or labels", t->name);
     for (int i = 0; i < g->n_tables; i++)
         if (strcmp(g->tables[i].name, t->name) == 0)
-            return usage_error(usage_data, "table '%s' given twice", t->name);
+            return cli_usage_error(usage_data, "table '%s' given twice", t->name);
     t->rows = r;
     t->k = n;
     g->n_tables++;
     return 0;
 bad:
-    return usage_error(usage_data,
+    return cli_usage_error(usage_data,
                        "'--table %s' needs NAME:ROWS:K (a name of at most 63 characters, ROWS from 1 to "
                        "2^40, K ids per sample from 1 to 64)",
                        arg);
@@ -648,20 +652,20 @@ static int data_synth(int argc, char **argv)
             char *end;
             g.zipf = strtod(optarg, &end);
             if (!*optarg || *end || !(g.zipf > 0 && g.zipf <= 10))
-                return usage_error(usage_data, "'--zipf %s' needs an exponent above 0, at most 10", optarg);
+                return cli_usage_error(usage_data, "'--zipf %s' needs an exponent above 0, at most 10", optarg);
             continue;
         }
         dst = c == 'n' ? &n : c == 'd' ? &d : c == 'k' ? &k : c == 'H' ? &h : c == 's' ? &seed : NULL;
-        if (!dst) return usage_error(usage_data, "bad option '%s'", argv[optind - 1]);
+        if (!dst) return cli_usage_error(usage_data, "bad option '%s'", argv[optind - 1]);
         if (parse_int(optarg, c == 's' ? 0 : 1, 1L << 40, dst))
-            return usage_error(usage_data, "'%s' needs a positive integer", argv[optind - 2 >= 0 ? optind - 2 : 0]);
+            return cli_usage_error(usage_data, "'%s' needs a positive integer", argv[optind - 2 >= 0 ? optind - 2 : 0]);
     }
     if (!out || n < 1 || d < 1 || k < 2)
-        return usage_error(usage_data, "%s", "synth needs --out, --samples, --features and --classes (>= 2)");
+        return cli_usage_error(usage_data, "%s", "synth needs --out, --samples, --features and --classes (>= 2)");
     g.samples = n, g.features = d, g.classes = k, g.hidden = h, g.seed = seed;
     int me = 0, threads = 0;
     if (slurm_launch_check()) return CAIRN_EXIT_INPUT;
-    mpi_init(&argc, &argv, &threads);
+    cli_mpi_init(&argc, &argv, &threads);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     int rc = datagen_synth(MPI_COMM_WORLD, out, &g);
     if (rc && me == 0) fprintf(stderr, "cairn: %s: %s\n", out, cairn_errmsg());
@@ -693,17 +697,17 @@ static int data_balance(int argc, char **argv)
         else if (c == 'p') shards = optarg;
         else if (c == 'r' || c == 'b') {
             if (parse_int(optarg, 1, 1L << 40, c == 'r' ? &rows : &batch))
-                return usage_error(usage_data, "'%s' needs a positive integer", argv[optind - 2 >= 0 ? optind - 2 : 0]);
-        } else return usage_error(usage_data, "bad option '%s'", argv[optind - 1]);
+                return cli_usage_error(usage_data, "'%s' needs a positive integer", argv[optind - 2 >= 0 ? optind - 2 : 0]);
+        } else return cli_usage_error(usage_data, "bad option '%s'", argv[optind - 1]);
     }
     if (optind != argc - 1 || !ids || rows < 1)
-        return usage_error(usage_data, "%s", "balance needs FILE.h5, --ids and --rows");
+        return cli_usage_error(usage_data, "%s", "balance needs FILE.h5, --ids and --rows");
     int P[16], n_p = 0;
     for (const char *q = shards; *q; n_p++) {
         char *end;
         long v = strtol(q, &end, 10);
         if (n_p == 16 || end == q || v < 1 || v > 65536 || (*end && *end != ','))
-            return usage_error(usage_data, "'--shards %s' needs up to 16 counts from 1 to 65536, comma-separated", shards);
+            return cli_usage_error(usage_data, "'--shards %s' needs up to 16 counts from 1 to 65536, comma-separated", shards);
         P[n_p] = (int)v;
         q = *end ? end + 1 : end;
     }
@@ -748,7 +752,7 @@ static int cmd_data(int argc, char **argv)
     if (strcmp(argv[1], "synth") == 0) return data_synth(argc - 1, argv + 1);
     if (strcmp(argv[1], "balance") == 0) return data_balance(argc - 1, argv + 1);
     if (strcmp(argv[1], "range") != 0)
-        return usage_error(usage_data, "unknown data set kind '%s'", argv[1]);
+        return cli_usage_error(usage_data, "unknown data set kind '%s'", argv[1]);
     const char *out = NULL, *dataset = "values";
     long count = -1, start = 0;
     optind = 0;
@@ -760,17 +764,17 @@ static int cmd_data(int argc, char **argv)
         case 'd': dataset = optarg; break;
         case 'n':
             if (parse_int(optarg, 0, 1L << 40, &count))
-                return usage_error(usage_data, "--count needs an integer >= 0, not '%s'", optarg);
+                return cli_usage_error(usage_data, "--count needs an integer >= 0, not '%s'", optarg);
             break;
         case 's':
             if (parse_int(optarg, -(1L << 40), 1L << 40, &start))
-                return usage_error(usage_data, "--start needs an integer, not '%s'", optarg);
+                return cli_usage_error(usage_data, "--start needs an integer, not '%s'", optarg);
             break;
         case 'h': fputs(usage_data, stdout); return CAIRN_EXIT_OK;
-        default: return usage_error(usage_data, "unknown option '%s'", argv[optind]); /* argv+1 shifted: argv[optind] is the option */
+        default: return cli_usage_error(usage_data, "unknown option '%s'", argv[optind]); /* argv+1 shifted: argv[optind] is the option */
         }
     }
-    if (!out || count < 0) return usage_error(usage_data, "%s", "range needs --out and --count");
+    if (!out || count < 0) return cli_usage_error(usage_data, "%s", "range needs --out and --count");
     int rc = datagen_range(out, dataset, start, count);
     if (rc) fprintf(stderr, "cairn: %s: %s\n", out, cairn_errmsg());
     return cairn_exit_code(rc);
@@ -801,7 +805,7 @@ static int cmd_grads(int argc, char **argv)
         else rest[n++] = argv[i];
     }
     code = parse_job_args(n, rest, usage_grads, false, false, &a);
-    if (code < 0 && !out) code = usage_error(usage_grads, "%s", "missing -o OUT.h5");
+    if (code < 0 && !out) code = cli_usage_error(usage_grads, "%s", "missing -o OUT.h5");
     if (code < 0) {
         struct job *job = NULL;
         struct diags d = {0};
@@ -835,8 +839,8 @@ static int cmd_bench(int argc, char **argv)
     long n = 1024;
     if (argc < 2 || strcmp(argv[1], "sgemm") != 0)
         return argc > 1 && strcmp(argv[1], "--help") == 0 ? (fputs(usage, stdout), 0)
-                                                          : usage_error(usage, "%s", "which benchmark?");
-    if (argc > 2 && parse_int(argv[2], 16, 16384, &n)) return usage_error(usage, "bad N '%s'", argv[2]);
+                                                          : cli_usage_error(usage, "%s", "which benchmark?");
+    if (argc > 2 && parse_int(argv[2], 16, 16384, &n)) return cli_usage_error(usage, "bad N '%s'", argv[2]);
     double gflops = 0;
     int rc = nn_sgemm_gflops((int)n, 5, &gflops);
     if (rc) {
@@ -924,6 +928,9 @@ int cairn_main(int argc, char **argv)
     if (strcmp(cmd, "ops") == 0) return cmd_ops(argc - 1, argv + 1);
     if (strcmp(cmd, "ckpt") == 0) return cmd_ckpt(argc - 1, argv + 1);
     if (strcmp(cmd, "grads") == 0) return cmd_grads(argc - 1, argv + 1);
+    if (strcmp(cmd, "eval") == 0) return cli_eval(argc - 1, argv + 1);
+    if (strcmp(cmd, "predict") == 0) return cli_predict(argc - 1, argv + 1);
+    if (strcmp(cmd, "plot") == 0) return cli_plot(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 1, argv + 1);
     fprintf(stderr, "cairn: unknown command '%s'\n%s", cmd, usage_main);
     return CAIRN_EXIT_INPUT;

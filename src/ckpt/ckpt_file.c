@@ -139,93 +139,20 @@ cleanup:
     return rc;
 }
 
-/* Open attribute `name` of obj, which must hold one value of class cls:
- * a file is untrusted input, and an array read into one value would
- * overflow it. */
-static int attr_open(hid_t obj, const char *name, H5T_class_t cls, hid_t *a, hid_t *t)
-{
-    int rc = 0;
-    hid_t space = H5I_INVALID_HID;
-    if (H5Aexists(obj, name) <= 0) CAIRN_FAIL(CAIRN_ECORRUPT, "attribute '%s' is missing", name);
-    *a = H5Aopen(obj, name, H5P_DEFAULT);
-    CAIRN_CHECK_H5(*a);
-    *t = H5Aget_type(*a);
-    space = H5Aget_space(*a);
-    CAIRN_CHECK_H5(*t);
-    CAIRN_CHECK_H5(space);
-    H5S_class_t sc = H5Sget_simple_extent_type(space);
-    hssize_t npoints = H5Sget_simple_extent_npoints(space);
-    if ((sc != H5S_SCALAR && sc != H5S_SIMPLE) || npoints != 1)
-        CAIRN_FAIL(CAIRN_ECORRUPT, "attribute '%s' does not hold exactly one value", name);
-    if (H5Tget_class(*t) != cls)
-        CAIRN_FAIL(CAIRN_ECORRUPT, "attribute '%s' is not %s", name,
-                   cls == H5T_STRING ? "a string" : cls == H5T_INTEGER ? "an integer" : "a number");
-cleanup:
-    if (space >= 0) H5Sclose(space);
-    return rc;
-}
-
-/* An integer attribute, which must lie in [lo, hi]. */
+/* Attributes of an untrusted file: a bad one is a corrupt checkpoint. */
 static int attr_get_i64(hid_t obj, const char *name, int64_t lo, int64_t hi, int64_t *v)
 {
-    int rc = 0;
-    hid_t a = H5I_INVALID_HID, t = H5I_INVALID_HID;
-    CAIRN_CHECK(attr_open(obj, name, H5T_INTEGER, &a, &t));
-    if (H5Tget_size(t) > 8) /* HDF5 clamps what does not fit; the range check catches it */
-        CAIRN_FAIL(CAIRN_ECORRUPT, "attribute '%s' is not a 64-bit signed integer", name);
-    CAIRN_CHECK_H5(H5Aread(a, H5T_NATIVE_INT64, v));
-    if (*v < lo || *v > hi)
-        CAIRN_FAIL(CAIRN_ECORRUPT, "attribute '%s' is %lld, outside [%lld, %lld]", name,
-                   (long long)*v, (long long)lo, (long long)hi);
-cleanup:
-    if (t >= 0) H5Tclose(t);
-    if (a >= 0) H5Aclose(a);
-    return rc;
+    return h5_attr_get_i64(obj, name, lo, hi, CAIRN_ECORRUPT, v);
 }
 
 static int attr_get_u64(hid_t obj, const char *name, uint64_t *v)
 {
-    int rc = 0;
-    hid_t a = H5I_INVALID_HID, t = H5I_INVALID_HID;
-    CAIRN_CHECK(attr_open(obj, name, H5T_INTEGER, &a, &t));
-    if (H5Tget_size(t) != 8 || H5Tget_sign(t) != H5T_SGN_NONE)
-        CAIRN_FAIL(CAIRN_ECORRUPT, "attribute '%s' is not a 64-bit unsigned integer", name);
-    CAIRN_CHECK_H5(H5Aread(a, H5T_NATIVE_UINT64, v));
-cleanup:
-    if (t >= 0) H5Tclose(t);
-    if (a >= 0) H5Aclose(a);
-    return rc;
+    return h5_attr_get_u64(obj, name, CAIRN_ECORRUPT, v);
 }
 
-/* A fixed-length string attribute into a malloc'd buffer the caller frees.
- * It is read null-padded, so a string stored without a terminator keeps
- * its last character. */
 static int attr_get_str(hid_t obj, const char *name, char **out)
 {
-    int rc = 0;
-    hid_t a = H5I_INVALID_HID, t = H5I_INVALID_HID, mt = H5I_INVALID_HID;
-    char *buf = NULL;
-    CAIRN_CHECK(attr_open(obj, name, H5T_STRING, &a, &t));
-    if (H5Tis_variable_str(t) != 0)
-        CAIRN_FAIL(CAIRN_ECORRUPT, "attribute '%s' is not a fixed-length string", name);
-    size_t n = H5Tget_size(t);
-    if (n == 0 || n > CKPT_MAX_TEXT)
-        CAIRN_FAIL(CAIRN_ECORRUPT, "attribute '%s' has a bad length (%zu bytes)", name, n);
-    buf = calloc(n + 1, 1);
-    CAIRN_CHECK_ALLOC(buf);
-    mt = H5Tcopy(H5T_C_S1);
-    CAIRN_CHECK_H5(mt);
-    CAIRN_CHECK_H5(H5Tset_size(mt, n));
-    CAIRN_CHECK_H5(H5Tset_strpad(mt, H5T_STR_NULLPAD));
-    CAIRN_CHECK_H5(H5Aread(a, mt, buf));
-    *out = buf;
-    buf = NULL;
-cleanup:
-    free(buf);
-    if (mt >= 0) H5Tclose(mt);
-    if (t >= 0) H5Tclose(t);
-    if (a >= 0) H5Aclose(a);
-    return rc;
+    return h5_attr_get_str(obj, name, CKPT_MAX_TEXT, CAIRN_ECORRUPT, out);
 }
 
 /* ---- describing the state ------------------------------------------------- */

@@ -773,12 +773,13 @@ static void parse_root(struct cfg *c, const config_setting_t *root)
 {
     static const char *const core[] = {"name", "seed", "groups", "init", "epoch", "epoch_end",
                                        "steps_per_epoch", "download", "exit", "stop",
-                                       "checkpoint", "slurm", "watchdog", NULL};
+                                       "checkpoint", "slurm", "watchdog", "progress", NULL};
     struct job *j = c->job;
     cfg_keys(c, root, "the job", all_keys(c, core, false));
     j->name = cfg_name(c, root, "name", true, "job name");
     j->seed = cfg_int(c, root, "seed", false, 0, 0, INT64_MAX);
     j->steps_per_epoch = cfg_int(c, root, "steps_per_epoch", false, 0, 1, INT64_MAX);
+    j->progress = cfg_num(c, root, "progress", 10, 0, 1e6, NULL);
     parse_groups(c, root);
     for (int p = 0; p < N_PHASES; p++) parse_phase(c, root, (enum phase_id)p);
     parse_stop(c, root);

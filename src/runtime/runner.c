@@ -268,12 +268,22 @@ cleanup:
     return rc;
 }
 
+/* Rank 0 under Slurm: seconds until the job's end time (CAIRN_FAULT may
+ * move the clock), or -1 without one. */
+static double time_left(const struct runtime *rt)
+{
+    if (rt->end_time <= 0) return -1;
+    double now = (double)time(NULL) + fault_clock(&rt->fault, rt->layout->rank, rt->epoch, rt->step);
+    return rt->end_time - now > 0 ? rt->end_time - now : 0;
+}
+
 /* Rank 0 logs the epoch, with what the extensions add (throughput, say). */
 static int log_epoch(struct runtime *rt, int64_t e, double dt)
 {
     int rc = 0;
     const struct plan *p = rt->plan;
     struct strbuf fields = {0}, text = {0};
+    char eta[160] = "";
     strbuf_addf(&fields, "\"seconds\":%.6f", dt);
     for (int i = 0; i < p->n_exts; i++)
         if (p->exts[i].def->epoch_stats)
@@ -281,7 +291,8 @@ static int log_epoch(struct runtime *rt, int64_t e, double dt)
     CAIRN_CHECK(strbuf_finish(&fields));
     CAIRN_CHECK(strbuf_finish(&text));
     if (is_root(rt)) {
-        runlog_line(rt->log, "epoch %lld done in %.3f s%s", (long long)e, dt, strbuf_str(&text));
+        progress_epoch_end(&rt->progress, rt->log, e, clock_now(), time_left(rt), eta, sizeof eta);
+        runlog_line(rt->log, "epoch %lld done in %.3f s%s%s", (long long)e, dt, strbuf_str(&text), eta);
         runlog_metric(rt->log, "epoch", e, rt->step, strbuf_str(&fields));
     }
 cleanup:
@@ -428,6 +439,7 @@ static int run_steps(struct runtime *rt, const struct run_opts *o, int64_t e, in
     int rc = 0, why = 0;
     double t0 = clock_now();
     rt->epoch = e;
+    progress_epoch(&rt->progress, first, t0);
     for (int64_t s = first; s <= rt->steps_per_epoch; s++) {
         double ts = clock_now();
         rt->step = s;
@@ -436,6 +448,7 @@ static int run_steps(struct runtime *rt, const struct run_opts *o, int64_t e, in
         if (clock_now() - ts > rt->longest_step) rt->longest_step = clock_now() - ts;
         fault_signal(&rt->fault, rt->layout->rank, e, s);
         if (s == rt->steps_per_epoch) break; /* the epoch's end is its own boundary */
+        if (is_root(rt)) progress_step(&rt->progress, rt->log, e, s, clock_now(), time_left(rt));
         CAIRN_CHECK(must_stop(rt, &why));
         if (why) {
             *m = (struct ckpt_meta){.epoch = e - 1, .step = s};
@@ -542,6 +555,7 @@ static int create_exts(struct runtime *rt)
 {
     int rc = 0;
     const struct plan *p = rt->plan;
+    int64_t samples = 0;
     rt->ext_state = calloc((size_t)p->n_exts + 1, sizeof *rt->ext_state);
     rc = rt->ext_state ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
     CAIRN_CHECK(coll_agree(rt->layout->world, rc));
@@ -551,8 +565,12 @@ static int create_exts(struct runtime *rt)
         CAIRN_CHECK(def->create(rt, p->exts[i].part, rt->layout->exts[i].comms, &rt->ext_state[i]));
         int64_t n = def->steps_per_epoch ? def->steps_per_epoch(rt->ext_state[i]) : 0;
         if (n > 0) rt->steps_per_epoch = n;
+        n = def->epoch_samples ? def->epoch_samples(rt->ext_state[i]) : 0;
+        if (n > 0) samples = n;
     }
     if (rt->steps_per_epoch < 1) rt->steps_per_epoch = 1;
+    progress_init(&rt->progress, p->job->progress, rt->steps_per_epoch, p->job->stop.max_epochs,
+                  (double)samples / (double)rt->steps_per_epoch);
 cleanup:
     return rc;
 }

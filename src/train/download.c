@@ -10,8 +10,10 @@
  * model.h5 (written by trainer 0 in the exit phase; a contract for users'
  * tools, see cairn-job(5)): /layers/<i>/W [inputs, units] and
  * /layers/<i>/b [units] with y = act(x W + b); attribute activation on
- * /layers/<i>; loss, dtype, inputs, layers, job_name, cairn_version on /;
- * /embeddings/<name>/table [rows, dim] in id order.  Tables are not
+ * /layers/<i>; loss, dtype, inputs, layers, job_name, cairn_version,
+ * epochs, features, labels, eval_batch on /; /embeddings/<name>/table
+ * [rows, dim] in id order, with attributes ids, combine and column (where
+ * its vectors start in the first layer's input).  Tables are not
  * downloaded: while trainer 0 writes model.h5, the shards stream each
  * table to it a block of ids (8 MiB of rows) at a time (one MPI_Gatherv
  * per block on the download communicator), so no rank holds a table
@@ -270,7 +272,7 @@ cleanup:
 
 /* Trainer 0: /embeddings/<name>/table under parent, in id order, with the
  * ids dataset and the combine rule as attributes. */
-static int recv_table(struct trainer *t, hid_t parent, int e)
+static int recv_table(struct trainer *t, hid_t parent, int e, int64_t column)
 {
     const struct embed_spec *x = &t->spec->tables[e];
     int rc = 0;
@@ -281,6 +283,7 @@ static int recv_table(struct trainer *t, hid_t parent, int e)
     CAIRN_CHECK(stream_table(t, e, NULL, d));
     CAIRN_CHECK(h5_attr_put_str(g, "ids", x->ids));
     CAIRN_CHECK(h5_attr_put_str(g, "combine", x->mean ? "mean" : "sum"));
+    CAIRN_CHECK(h5_attr_put_i64(g, "column", column));
 cleanup:
     if (d >= 0 && H5Dclose(d) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Dclose");
     if (g >= 0 && H5Gclose(g) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Gclose");
@@ -299,6 +302,9 @@ static int write_layers(struct trainer *t, struct op_call *c, hid_t f)
     CAIRN_CHECK(h5_attr_put_i64(f, "inputs", sp->inputs));
     CAIRN_CHECK(h5_attr_put_i64(f, "layers", sp->n_layers));
     CAIRN_CHECK(h5_attr_put_i64(f, "epochs", c->ctx->rt->epoch));
+    CAIRN_CHECK(h5_attr_put_str(f, "features", sp->features));
+    CAIRN_CHECK(h5_attr_put_str(f, "labels", sp->labels));
+    CAIRN_CHECK(h5_attr_put_i64(f, "eval_batch", sp->eval_batch));
     layers = h5_create_group(f, "layers");
     CAIRN_CHECK_H5(layers);
     for (int l = 0; l < sp->n_layers; l++) {
@@ -329,7 +335,8 @@ static int write_model(struct trainer *t, struct op_call *c, const char *path)
     if (t->spec->n_tables) {
         double t0 = clock_now();
         CAIRN_CHECK_H5(emb = h5_create_group(f, "embeddings"));
-        for (int e = 0; e < t->spec->n_tables; e++) CAIRN_CHECK(recv_table(t, emb, e));
+        for (int e = 0, col = (int)t->spec->inputs; e < t->spec->n_tables; col += (int)t->spec->tables[e++].dim)
+            CAIRN_CHECK(recv_table(t, emb, e, col));
         runlog_line(t->rt->log, "model.h5: %d table%s streamed from %d shard%s and written in %.3f s",
                     t->spec->n_tables, t->spec->n_tables == 1 ? "" : "s", t->tp->shards,
                     t->tp->shards == 1 ? "" : "s", clock_now() - t0);

@@ -137,3 +137,27 @@ int nn_sgemm_gflops(int n, int reps, double *gflops)
     *gflops = best;
     return 0;
 }
+
+static int by_score(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The Mann-Whitney statistic over the ranks, ties given their mean rank. */
+double nn_auc(double *sl, int64_t n)
+{
+    double pos = 0, rank_sum = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (isnan(sl[2 * i])) return NAN;
+    qsort(sl, (size_t)n, 2 * sizeof *sl, by_score);
+    for (int64_t i = 0; i < n;) {
+        int64_t j = i, p = 0;
+        while (j < n && sl[2 * j] == sl[2 * i]) p += sl[2 * j++ + 1] != 0;
+        rank_sum += (double)p * (double)(i + 1 + j) / 2; /* ranks i+1 .. j: their mean */
+        pos += (double)p;
+        i = j;
+    }
+    double neg = (double)n - pos;
+    return pos && neg ? (rank_sum - pos * (pos + 1) / 2) / (pos * neg) : NAN;
+}

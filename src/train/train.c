@@ -368,6 +368,11 @@ void trainer_destroy(struct trainer **tp)
 }
 
 int64_t trainer_steps_per_epoch(const struct trainer *t) { return t->steps_per_epoch; }
+/* One pass over the training rows, or steps_per_epoch whole batches. */
+int64_t trainer_epoch_samples(const struct trainer *t)
+{
+    return t->rt->plan->steps_per_epoch ? t->steps_per_epoch * t->spec->batch : t->n_train;
+}
 
 int trainer_epoch_stats(struct trainer *t, int64_t *samples, double *pipe_seconds, double *shard_bytes)
 {
@@ -425,32 +430,6 @@ static int ordered_sum(struct trainer *t, const double *v, int n, int k, double 
     return rc;
 }
 
-static int by_score(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The area under the ROC curve of n (score, label) pairs, exactly: the
- * Mann-Whitney statistic over the ranks, ties given their mean rank.  NaN
- * if either class is missing or a score is NaN (which has no rank). */
-static double auc(double *sl, int64_t n)
-{
-    double pos = 0, rank_sum = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (isnan(sl[2 * i])) return NAN;
-    qsort(sl, (size_t)n, 2 * sizeof *sl, by_score);
-    for (int64_t i = 0; i < n;) {
-        int64_t j = i, p = 0;
-        while (j < n && sl[2 * j] == sl[2 * i]) p += sl[2 * j++ + 1] != 0;
-        rank_sum += (double)p * (double)(i + 1 + j) / 2; /* ranks i+1 .. j: their mean */
-        pos += (double)p;
-        i = j;
-    }
-    double neg = (double)n - pos;
-    return pos && neg ? (rank_sum - pos * (pos + 1) / 2) / (pos * neg) : NAN;
-}
-
 /* On the last stage: the AUC of every replica's member 0's n (score,
  * label) pairs, computed on the group's rank 0 (the pairs of all held-out
  * rows, 16 bytes each, are sorted there only) and shared.  NaN beyond
@@ -477,7 +456,7 @@ static int held_out_auc(struct trainer *t, const double *sl, int64_t n, double *
     if (total > INT_MAX) goto cleanup; /* too many to gather: no AUC */
     if (me == 0) CAIRN_CHECK_ALLOC(all = malloc((size_t)(total + 1) * sizeof *all));
     CAIRN_CHECK_MPI(MPI_Gatherv(sl, mine, MPI_DOUBLE, all, count, at, MPI_DOUBLE, 0, t->group));
-    if (me == 0) *out = auc(all, total / 2);
+    if (me == 0) *out = nn_auc(all, total / 2);
     CAIRN_CHECK_MPI(MPI_Bcast(out, 1, MPI_DOUBLE, 0, t->group));
 cleanup:
     free(count);

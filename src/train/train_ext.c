@@ -67,6 +67,7 @@ static void destroy(void **state)
 }
 
 static int64_t steps_per_epoch(const void *state) { return trainer_steps_per_epoch(state); }
+static int64_t epoch_samples(const void *state) { return trainer_epoch_samples(state); }
 
 static int epoch_stats(void *state, double steps_seconds, struct strbuf *fields,
                        struct strbuf *text)
@@ -105,6 +106,7 @@ const struct ext_def train_ext = {
     .create = create,
     .destroy = destroy,
     .steps_per_epoch = steps_per_epoch,
+    .epoch_samples = epoch_samples,
     .epoch_stats = epoch_stats,
     .quiesce = quiesce,
 };

@@ -1,0 +1,181 @@
+/* cairn eval and cairn predict: a trained model used on data (infer.h). */
+#include "cli_priv.h"
+
+#include "cairn/coll.h"
+#include "cairn/error.h"
+#include "cairn/infer.h"
+
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage_eval[] =
+    "usage: [mpirun -np N] cairn eval MODEL.h5 DATA.h5 [--features NAME] [--labels NAME]\n"
+    "                                 [--rows FIRST:END] [--batch B] [--json]\n"
+    "\n"
+    "The loss and accuracy (and the AUC, for two classes) of a model cairn wrote\n"
+    "(RUN_DIR/model.h5) on rows of DATA.h5, computed as training computes its\n"
+    "held-out metrics: pointed at the held-out rows, the figures the run logged.\n"
+    "On any number of ranks (each reads its share of the rows), or alone.\n"
+    "  --features NAME, --labels NAME  datasets (default: the ones it trained on)\n"
+    "  --rows FIRST:END  rows FIRST to END-1 (either may be left out; default: all)\n"
+    "  --batch B         rows per pass and per term of the sums (default: the\n"
+    "                    job's data.eval_batch)\n"
+    "  --json            print one JSON line\n";
+
+static const char usage_predict[] =
+    "usage: [mpirun -np N] cairn predict MODEL.h5 DATA.h5 -o OUT.h5 [--features NAME]\n"
+    "                                    [--rows FIRST:END] [--batch B] [--json]\n"
+    "\n"
+    "Write a model's outputs for rows of DATA.h5 into OUT.h5, in parallel:\n"
+    "/outputs [rows, k] (class probabilities for softmax models, values for mse)\n"
+    "and /predicted [rows] (the class: the largest output).  On any number of\n"
+    "ranks, or alone.  OUT.h5 appears only once it is whole.\n"
+    "  --features NAME   dataset (default: the one it trained on)\n"
+    "  --rows FIRST:END  rows FIRST to END-1 (either may be left out; default: all)\n"
+    "  --batch B         rows per pass (default: the job's data.eval_batch)\n"
+    "  --json            print one JSON line (rows, ranks, seconds)\n";
+
+struct cmd {
+    bool predict, json;
+    const char *model, *features, *labels, *rows;
+    struct infer_opts o;
+};
+
+/* "FIRST:END", "FIRST:", ":END" */
+static int parse_rows(const char *s, int64_t *first, int64_t *end)
+{
+    char *e;
+    const char *colon = strchr(s, ':');
+    if (!colon) return -1;
+    *first = 0;
+    *end = -1;
+    if (colon > s) {
+        long long v = strtoll(s, &e, 10);
+        if (e != colon || v < 0) return -1;
+        *first = v;
+    }
+    if (colon[1]) {
+        long long v = strtoll(colon + 1, &e, 10);
+        if (*e || v < 0) return -1;
+        *end = v;
+    }
+    return 0;
+}
+
+/* -1: go on; else the exit code. */
+static int parse(int argc, char **argv, struct cmd *c)
+{
+    const char *usage = c->predict ? usage_predict : usage_eval;
+    static const struct option opts[] = {{"features", required_argument, NULL, 'f'},
+                                         {"labels", required_argument, NULL, 'l'},
+                                         {"rows", required_argument, NULL, 'r'},
+                                         {"batch", required_argument, NULL, 'b'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    int o;
+    char *end;
+    c->o.end = -1;
+    optind = 0;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, c->predict ? "o:h" : "h", opts, NULL)) != -1) {
+        switch (o) {
+        case 'f': c->features = optarg; break;
+        case 'l':
+            if (c->predict) return cli_usage_error(usage, "%s", "predict takes no labels");
+            c->labels = optarg;
+            break;
+        case 'r':
+            if (parse_rows(optarg, &c->o.first, &c->o.end))
+                return cli_usage_error(usage, "--rows takes FIRST:END (row numbers), not '%s'", optarg);
+            break;
+        case 'b':
+            c->o.batch = strtoll(optarg, &end, 10);
+            if (*end || c->o.batch < 1 || c->o.batch > (1 << 24))
+                return cli_usage_error(usage, "--batch needs an integer from 1 to 16777216, not '%s'", optarg);
+            break;
+        case 'o': c->o.out = optarg; break;
+        case 'j': c->json = true; break;
+        case 'h': fputs(usage, stdout); return 0;
+        default: return cli_usage_error(usage, "bad option '%s'", argv[optind - 1]);
+        }
+    }
+    for (; optind < argc; optind++) {
+        if (!c->model) c->model = argv[optind];
+        else if (!c->o.data) c->o.data = argv[optind];
+        else return cli_usage_error(usage, "unexpected argument '%s'", argv[optind]);
+    }
+    if (!c->model || !c->o.data) return cli_usage_error(usage, "%s", "needs MODEL.h5 and DATA.h5");
+    if (c->predict && !c->o.out) return cli_usage_error(usage, "%s", "needs -o OUT.h5");
+    return -1;
+}
+
+static void print_json_number(const char *name, double v)
+{
+    if (isfinite(v))
+        printf(",\"%s\":%.9g", name, v);
+    else
+        printf(",\"%s\":null", name);
+}
+
+static void report(const struct cmd *c, const struct infer_result *r, int ranks)
+{
+    double rate = r->seconds > 0 ? (double)r->rows / r->seconds : 0;
+    int64_t end = c->o.first + r->rows;
+    if (c->json) {
+        printf("{\"command\":\"%s\",\"rows\":%lld,\"first\":%lld,\"ranks\":%d", c->predict ? "predict" : "eval",
+               (long long)r->rows, (long long)c->o.first, ranks);
+        if (!c->predict) {
+            print_json_number("loss", r->loss);
+            print_json_number("accuracy", r->accuracy);
+            if (!isnan(r->auc)) print_json_number("auc", r->auc);
+        }
+        printf(",\"seconds\":%.6f,\"rows_per_second\":%.1f}\n", r->seconds, rate);
+        return;
+    }
+    if (c->predict) {
+        printf("predict: rows %lld:%lld of %s on %d rank%s into %s in %.3f s (%.0f rows/s)\n",
+               (long long)c->o.first, (long long)end, c->o.data, ranks, ranks == 1 ? "" : "s", c->o.out,
+               r->seconds, rate);
+        return;
+    }
+    printf("eval: rows %lld:%lld of %s on %d rank%s: loss = %.9g, accuracy = %.9g", (long long)c->o.first,
+           (long long)end, c->o.data, ranks, ranks == 1 ? "" : "s", r->loss, r->accuracy);
+    if (!isnan(r->auc)) printf(", auc = %.9g", r->auc);
+    printf(" (%.3f s, %.0f rows/s)\n", r->seconds, rate);
+}
+
+static int run(int argc, char **argv, bool predict)
+{
+    struct cmd c = {.predict = predict};
+    int code = parse(argc, argv, &c), threads = 0, me = 0, size = 1, rc;
+    if (code >= 0) return code;
+    struct infer_model *m = NULL;
+    struct infer_result r;
+    MPI_Comm comm = MPI_COMM_NULL;
+    cli_mpi_init(&argc, &argv, &threads);
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &size);
+    rc = coll_agree(comm, infer_open(c.model, &m));
+    if (rc == 0) {
+        c.o.features = c.features ? c.features : infer_features(m);
+        c.o.labels = predict ? NULL : c.labels ? c.labels : infer_labels(m);
+        if (!c.o.batch) c.o.batch = infer_eval_batch(m);
+        rc = infer_run(comm, m, &c.o, &r);
+    }
+    if (me == 0 && rc == 0) report(&c, &r, size);
+    if (me == 0 && rc) fprintf(stderr, "cairn: %s\n", cairn_errmsg());
+    fflush(stdout);
+    infer_close(&m);
+    MPI_Comm_free(&comm);
+    MPI_Finalize();
+    return cairn_exit_code(rc);
+}
+
+int cli_eval(int argc, char **argv) { return run(argc, argv, false); }
+int cli_predict(int argc, char **argv) { return run(argc, argv, true); }

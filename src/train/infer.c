@@ -1,0 +1,654 @@
+/* Using a trained model; see include/cairn/infer.h. */
+#include "cairn/infer.h"
+
+#include "cairn/clock.h"
+#include "cairn/coll.h"
+#include "cairn/embed_bag.h"
+#include "cairn/embed_ids.h"
+#include "cairn/error.h"
+#include "cairn/fsx.h"
+#include "cairn/h5util.h"
+#include "cairn/iodefer.h"
+#include "cairn/nn.h"
+#include "cairn/partition.h"
+#include "cairn/reader.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Bounds on what an untrusted model file may claim. */
+enum { MAX_TABLES = 64, MAX_WIDTH = 1 << 24, MAX_NAME = 256 };
+
+struct infer_table {
+    char name[MAX_NAME], ids[MAX_NAME], path[MAX_NAME + 32];
+    int64_t rows, dim, column;
+    bool mean;
+};
+
+struct infer_model {
+    char path[4096], features[MAX_NAME], labels[MAX_NAME];
+    enum dtype dt;
+    enum loss loss;
+    int64_t inputs, width0, eval_batch;
+    int L, n_tables;
+    struct tensor *W, *b;
+    enum act *act;
+    struct infer_table *tab;
+    struct reader_cache *rd; /* the model's datasets and the data's */
+};
+
+/* ---- reading model.h5 ------------------------------------------------------- */
+
+/* An optional string attribute into buf (dflt if it is missing). */
+static int attr_str(hid_t obj, const char *name, const char *dflt, char *buf, size_t size)
+{
+    char *s = NULL;
+    if (dflt && H5Aexists(obj, name) == 0) {
+        snprintf(buf, size, "%s", dflt);
+        return 0;
+    }
+    int rc = h5_attr_get_str(obj, name, size - 1, CAIRN_EINPUT, &s);
+    if (rc == 0) snprintf(buf, size, "%s", s);
+    free(s);
+    return rc;
+}
+
+static int name_index(const char *const *names, const char *s)
+{
+    for (int i = 0; names[i]; i++)
+        if (strcmp(names[i], s) == 0) return i;
+    return -1;
+}
+
+/* A dataset's shape, which must have ndim dimensions. */
+static int shape_of(struct infer_model *m, const char *ds, int ndim, struct shape *s)
+{
+    enum dtype t;
+    int rc = reader_shape(m->rd, m->path, ds, s, &t);
+    if (rc == 0 && s->ndim != ndim)
+        rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "dataset '%s' has %d dimensions, not %d", ds,
+                           s->ndim, ndim);
+    return rc;
+}
+
+static int read_layer(struct infer_model *m, hid_t f, int l, int64_t in)
+{
+    int rc = 0;
+    char g[32], ds[48], act[32];
+    hid_t grp = H5I_INVALID_HID;
+    struct shape ws, bs;
+    snprintf(g, sizeof g, "layers/%d", l);
+    if (h5_path_local(f, g) != 1) CAIRN_FAIL(CAIRN_EINPUT, "no group '%s' (or behind a link)", g);
+    CAIRN_CHECK_H5(grp = H5Gopen2(f, g, H5P_DEFAULT));
+    CAIRN_CHECK(attr_str(grp, "activation", NULL, act, sizeof act));
+    int a = name_index(act_names, act);
+    if (a < 0) CAIRN_FAIL(CAIRN_EINPUT, "%s: unknown activation '%s'", g, act);
+    m->act[l] = (enum act)a;
+    snprintf(ds, sizeof ds, "%s/W", g);
+    CAIRN_CHECK(shape_of(m, ds, 2, &ws));
+    if (ws.d[0] != in || ws.d[1] < 1 || ws.d[1] > MAX_WIDTH)
+        CAIRN_FAIL(CAIRN_EINPUT, "%s is [%lld, %lld]; it must be [%lld, 1 .. %d]", ds, (long long)ws.d[0],
+                   (long long)ws.d[1], (long long)in, MAX_WIDTH);
+    CAIRN_CHECK(reader_rows(m->rd, m->path, ds, 0, in, m->dt, &m->W[l]));
+    snprintf(ds, sizeof ds, "%s/b", g);
+    CAIRN_CHECK(shape_of(m, ds, 1, &bs));
+    if (bs.d[0] != ws.d[1])
+        CAIRN_FAIL(CAIRN_EINPUT, "%s has %lld values; the layer has %lld units", ds, (long long)bs.d[0],
+                   (long long)ws.d[1]);
+    CAIRN_CHECK(reader_rows(m->rd, m->path, ds, 0, bs.d[0], m->dt, &m->b[l]));
+cleanup:
+    if (grp >= 0) H5Gclose(grp);
+    return rc;
+}
+
+static int read_table(struct infer_model *m, hid_t emb, const char *name, struct infer_table *x)
+{
+    int rc = 0;
+    char combine[16];
+    hid_t g = H5I_INVALID_HID;
+    struct shape s;
+    if (snprintf(x->name, sizeof x->name, "%s", name) >= (int)sizeof x->name)
+        CAIRN_FAIL(CAIRN_EINPUT, "a table's name is too long");
+    if (h5_path_local(emb, name) != 1) CAIRN_FAIL(CAIRN_EINPUT, "table '%s' is behind a link", name);
+    CAIRN_CHECK_H5(g = H5Gopen2(emb, name, H5P_DEFAULT));
+    CAIRN_CHECK(attr_str(g, "ids", NULL, x->ids, sizeof x->ids));
+    CAIRN_CHECK(attr_str(g, "combine", NULL, combine, sizeof combine));
+    if (strcmp(combine, "sum") != 0 && strcmp(combine, "mean") != 0)
+        CAIRN_FAIL(CAIRN_EINPUT, "table '%s': combine is '%s', not sum or mean", name, combine);
+    x->mean = combine[0] == 'm';
+    x->column = -1; /* from the order, for a file of one table without it */
+    if (H5Aexists(g, "column") != 0)
+        CAIRN_CHECK(h5_attr_get_i64(g, "column", 0, MAX_WIDTH, CAIRN_EINPUT, &x->column));
+    snprintf(x->path, sizeof x->path, "embeddings/%s/table", name);
+    CAIRN_CHECK(shape_of(m, x->path, 2, &s));
+    if (s.d[0] < 1 || s.d[1] < 1 || s.d[1] > MAX_WIDTH)
+        CAIRN_FAIL(CAIRN_EINPUT, "table '%s' is [%lld, %lld]", name, (long long)s.d[0], (long long)s.d[1]);
+    x->rows = s.d[0];
+    x->dim = s.d[1];
+cleanup:
+    if (g >= 0) H5Gclose(g);
+    if (rc) cairn_err_wrap(rc, "/embeddings/%s: ", name);
+    return rc;
+}
+
+static int by_column(const void *a, const void *b)
+{
+    const struct infer_table *x = a, *y = b;
+    return (x->column > y->column) - (x->column < y->column);
+}
+
+/* The tables under /embeddings, in the order their vectors take in the
+ * first layer's input, which they must tile after the dense features. */
+static int read_tables(struct infer_model *m, hid_t f)
+{
+    int rc = 0;
+    hid_t emb = H5I_INVALID_HID;
+    H5G_info_t info;
+    if (H5Lexists(f, "embeddings", H5P_DEFAULT) <= 0) return 0;
+    if (h5_path_local(f, "embeddings") != 1) CAIRN_FAIL(CAIRN_EINPUT, "/embeddings is behind a link");
+    CAIRN_CHECK_H5(emb = H5Gopen2(f, "embeddings", H5P_DEFAULT));
+    CAIRN_CHECK_H5(H5Gget_info(emb, &info));
+    if (info.nlinks > MAX_TABLES) CAIRN_FAIL(CAIRN_EINPUT, "more than %d tables", MAX_TABLES);
+    CAIRN_CHECK_ALLOC(m->tab = calloc(info.nlinks + 1, sizeof *m->tab));
+    for (hsize_t i = 0; i < info.nlinks; i++) {
+        char name[MAX_NAME];
+        ssize_t n = H5Lget_name_by_idx(emb, ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name, H5P_DEFAULT);
+        CAIRN_CHECK_H5(n);
+        if (n >= (ssize_t)sizeof name) CAIRN_FAIL(CAIRN_EINPUT, "a table's name is too long");
+        CAIRN_CHECK(read_table(m, emb, name, &m->tab[m->n_tables++]));
+    }
+    if (m->n_tables == 1 && m->tab[0].column < 0) m->tab[0].column = m->inputs;
+    for (int e = 0; e < m->n_tables; e++)
+        if (m->tab[e].column < 0)
+            CAIRN_FAIL(CAIRN_EINPUT, "table '%s' has no attribute 'column': the file does not say in which "
+                                     "order its %d tables feed the first layer (an older cairn wrote it)",
+                       m->tab[e].name, m->n_tables);
+    qsort(m->tab, (size_t)m->n_tables, sizeof *m->tab, by_column);
+    m->width0 = m->inputs;
+    for (int e = 0; e < m->n_tables; e++) {
+        if (m->tab[e].column != m->width0)
+            CAIRN_FAIL(CAIRN_EINPUT, "table '%s' starts at input column %lld, not %lld: the tables' "
+                                     "columns must follow the dense features without gaps",
+                       m->tab[e].name, (long long)m->tab[e].column, (long long)m->width0);
+        m->width0 += m->tab[e].dim;
+        if (m->width0 > MAX_WIDTH) CAIRN_FAIL(CAIRN_EINPUT, "the tables are too wide");
+    }
+cleanup:
+    if (emb >= 0) H5Gclose(emb);
+    return rc;
+}
+
+static int read_model(struct infer_model *m)
+{
+    int rc = 0;
+    hid_t f = H5I_INVALID_HID;
+    char s[64];
+    int64_t L;
+    h5_quiet();
+    if (access(m->path, R_OK) != 0) CAIRN_FAIL(CAIRN_EINPUT, "cannot read it");
+    if (!fsx_is_regular(m->path)) CAIRN_FAIL(CAIRN_EINPUT, "not a regular file");
+    if ((f = H5Fopen(m->path, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0)
+        CAIRN_FAIL(CAIRN_EINPUT, "not an HDF5 file (or a damaged one)");
+    if (H5Aexists(f, "cairn_version") <= 0)
+        CAIRN_FAIL(CAIRN_EINPUT, "no attribute 'cairn_version': not a model file cairn wrote");
+    CAIRN_CHECK(attr_str(f, "loss", NULL, s, sizeof s));
+    int loss = name_index(loss_names, s);
+    if (loss < 0) CAIRN_FAIL(CAIRN_EINPUT, "unknown loss '%s'", s);
+    m->loss = (enum loss)loss;
+    CAIRN_CHECK(attr_str(f, "dtype", NULL, s, sizeof s));
+    if ((m->dt = dtype_parse(s)) != DT_F32 && m->dt != DT_F64) CAIRN_FAIL(CAIRN_EINPUT, "dtype '%s' is not f32 or f64", s);
+    CAIRN_CHECK(h5_attr_get_i64(f, "inputs", 0, MAX_WIDTH, CAIRN_EINPUT, &m->inputs));
+    CAIRN_CHECK(h5_attr_get_i64(f, "layers", 1, NN_MAX_LAYERS, CAIRN_EINPUT, &L));
+    CAIRN_CHECK(attr_str(f, "features", "features", m->features, sizeof m->features));
+    CAIRN_CHECK(attr_str(f, "labels", "labels", m->labels, sizeof m->labels));
+    m->eval_batch = 1024;
+    if (H5Aexists(f, "eval_batch") != 0)
+        CAIRN_CHECK(h5_attr_get_i64(f, "eval_batch", 1, 1 << 24, CAIRN_EINPUT, &m->eval_batch));
+    m->width0 = m->inputs; /* and the tables' columns after */
+    CAIRN_CHECK(read_tables(m, f));
+    if (m->width0 < 1) CAIRN_FAIL(CAIRN_EINPUT, "the model takes no inputs");
+    m->W = calloc((size_t)L, sizeof *m->W);
+    m->b = calloc((size_t)L, sizeof *m->b);
+    m->act = calloc((size_t)L, sizeof *m->act);
+    CAIRN_CHECK_ALLOC(m->W && m->b && m->act ? m->W : NULL);
+    m->L = (int)L;
+    for (int l = 0; l < m->L; l++) CAIRN_CHECK(read_layer(m, f, l, l ? m->W[l - 1].shape.d[1] : m->width0));
+    if (m->loss == LOSS_SOFTMAX_CE && infer_outputs(m) < 2)
+        CAIRN_FAIL(CAIRN_EINPUT, "a softmax model needs at least 2 outputs");
+cleanup:
+    if (f >= 0) H5Fclose(f);
+    return rc;
+}
+
+int infer_open(const char *path, struct infer_model **out)
+{
+    int rc = 0;
+    struct infer_model *m = calloc(1, sizeof *m);
+    *out = NULL;
+    CAIRN_CHECK_ALLOC(m);
+    if (snprintf(m->path, sizeof m->path, "%s", path) >= (int)sizeof m->path)
+        CAIRN_FAIL(CAIRN_EINPUT, "the path is too long");
+    CAIRN_CHECK(reader_cache_create(&m->rd));
+    CAIRN_CHECK(read_model(m));
+    *out = m;
+    m = NULL;
+cleanup:
+    if (rc) cairn_err_wrap(rc, "model %s: ", path);
+    infer_close(&m);
+    return rc;
+}
+
+void infer_close(struct infer_model **mp)
+{
+    if (!mp || !*mp) return;
+    struct infer_model *m = *mp;
+    for (int l = 0; m->W && l < m->L; l++) tensor_free(&m->W[l]);
+    for (int l = 0; m->b && l < m->L; l++) tensor_free(&m->b[l]);
+    free(m->W);
+    free(m->b);
+    free(m->act);
+    free(m->tab);
+    reader_cache_destroy(&m->rd);
+    free(m);
+    *mp = NULL;
+}
+
+const char *infer_features(const struct infer_model *m) { return m->features; }
+const char *infer_labels(const struct infer_model *m) { return m->labels; }
+int64_t infer_eval_batch(const struct infer_model *m) { return m->eval_batch; }
+int64_t infer_outputs(const struct infer_model *m) { return m->b[m->L - 1].shape.d[0]; }
+bool infer_softmax(const struct infer_model *m) { return m->loss == LOSS_SOFTMAX_CE; }
+
+/* ---- checking the data -------------------------------------------------------- */
+
+/* The data's rows, and that every dataset fits the model: *rows in the
+ * file, *targets the columns of [N, k] targets (0: class labels). */
+static int check_data(const struct infer_model *m, const struct infer_opts *o, int64_t *rows,
+                      int64_t *targets)
+{
+    int rc = 0;
+    struct shape s;
+    enum dtype t;
+    int64_t k = infer_outputs(m), n, kk;
+    *targets = 0;
+    CAIRN_CHECK(reader_shape(m->rd, o->data, o->features, &s, &t));
+    if (s.ndim != 2 || s.d[1] != m->inputs)
+        CAIRN_FAIL(CAIRN_EINPUT, "dataset '%s' in %s must be [N, %lld] (the model's dense inputs), not %dD with %lld columns",
+                   o->features, o->data, (long long)m->inputs, s.ndim, (long long)(s.ndim > 1 ? s.d[1] : 0));
+    *rows = s.d[0];
+    for (int e = 0; e < m->n_tables; e++) {
+        CAIRN_CHECK(embed_ids_shape(m->rd, o->data, m->tab[e].ids, &n, &kk));
+        if (n != *rows)
+            CAIRN_FAIL(CAIRN_EINPUT, "ids dataset '%s' in %s has %lld rows but the features have %lld",
+                       m->tab[e].ids, o->data, (long long)n, (long long)*rows);
+    }
+    if (!o->labels) return 0;
+    CAIRN_CHECK(reader_shape(m->rd, o->data, o->labels, &s, &t));
+    if (s.d[0] != *rows)
+        CAIRN_FAIL(CAIRN_EINPUT, "dataset '%s' in %s has %lld rows but the features have %lld", o->labels,
+                   o->data, (long long)s.d[0], (long long)*rows);
+    if (s.ndim == 2 && s.d[1] == k && m->loss == LOSS_MSE)
+        *targets = k;
+    else if (s.ndim != 1 || (t != DT_I32 && t != DT_I64))
+        CAIRN_FAIL(CAIRN_EINPUT, "dataset '%s' in %s must hold one integer class per row%s", o->labels, o->data,
+                   m->loss == LOSS_MSE ? " or [N, outputs] targets" : "");
+cleanup:
+    return rc;
+}
+
+/* ---- one batch ---------------------------------------------------------------- */
+
+struct work {
+    struct tensor x, a[2], y, ids, rows;
+    int64_t *pos, *slot;
+    double *probs; /* scratch for one row's softmax */
+};
+
+static void work_free(struct work *w)
+{
+    tensor_free(&w->x);
+    tensor_free(&w->a[0]);
+    tensor_free(&w->a[1]);
+    tensor_free(&w->y);
+    tensor_free(&w->ids);
+    tensor_free(&w->rows);
+    free(w->pos);
+    free(w->slot);
+    free(w->probs);
+}
+
+/* Table x's combined vectors for n rows from `first` into w->x at col:
+ * each distinct row read once from the model file, combined as training
+ * combines them (embed_bag.h). */
+static int table_input(const struct infer_model *m, const struct infer_opts *o, const struct infer_table *x,
+                       int64_t first, int64_t n, struct work *w, int64_t col)
+{
+    int rc = 0;
+    struct shape s;
+    enum dtype t;
+    CAIRN_CHECK(reader_shape(m->rd, o->data, x->ids, &s, &t));
+    int64_t k = s.ndim == 2 ? s.d[1] : 1, n_pos = 0, a = spread_step(x->rows);
+    CAIRN_CHECK(embed_ids_read(m->rd, o->data, x->ids, x->rows, first, n, k, &w->ids));
+    free(w->pos);
+    free(w->slot);
+    w->pos = malloc((size_t)(n * k + 1) * sizeof *w->pos);
+    w->slot = malloc((size_t)(n * k + 1) * sizeof *w->slot);
+    CAIRN_CHECK_ALLOC(w->pos && w->slot ? w->pos : NULL);
+    CAIRN_CHECK(embed_touch(w->ids.data, n * k, x->rows, w->pos, &n_pos, w->slot));
+    for (int64_t i = 0; i < n_pos; i++) w->pos[i] = spread_row(w->pos[i], x->rows, a); /* the rows' ids */
+    if (n_pos) CAIRN_CHECK(reader_gather(m->rd, m->path, x->path, w->pos, n_pos, m->dt, &w->rows));
+    embed_combine(m->dt, n, k, w->slot, w->rows.data, x->dim, x->mean,
+                  (char *)w->x.data + (size_t)col * dtype_size(m->dt), m->width0);
+cleanup:
+    return rc;
+}
+
+/* The first layer's input for rows [first, first + n): the dense features,
+ * then each table's combined vectors. */
+static int batch_input(const struct infer_model *m, const struct infer_opts *o, int64_t first, int64_t n,
+                       struct work *w)
+{
+    int rc = 0;
+    size_t esz = dtype_size(m->dt);
+    CAIRN_CHECK(reader_rows(m->rd, o->data, o->features, first, n, m->dt, &w->a[0]));
+    if (!m->n_tables) return 0;
+    struct shape s = {.ndim = 2, .d = {n, m->width0}};
+    CAIRN_CHECK(tensor_resize(&w->x, m->dt, &s));
+    for (int64_t r = 0; r < n; r++)
+        memcpy((char *)w->x.data + (size_t)(r * m->width0) * esz, (char *)w->a[0].data + (size_t)(r * m->inputs) * esz,
+               (size_t)m->inputs * esz);
+    for (int e = 0; e < m->n_tables; e++) CAIRN_CHECK(table_input(m, o, &m->tab[e], first, n, w, m->tab[e].column));
+    struct tensor tmp = w->a[0];
+    w->a[0] = w->x;
+    w->x = tmp;
+cleanup:
+    return rc;
+}
+
+/* Forward through the layers: the outputs end in w->a[L % 2]. */
+static int forward(const struct infer_model *m, int64_t n, struct work *w)
+{
+    int rc = 0;
+    for (int l = 0; l < m->L; l++) {
+        struct tensor *in = &w->a[l % 2], *out = &w->a[(l + 1) % 2];
+        int64_t units = m->b[l].shape.d[0];
+        struct shape s = {.ndim = 2, .d = {n, units}};
+        CAIRN_CHECK(tensor_resize(out, m->dt, &s));
+        nn_forward(m->dt, n, m->W[l].shape.d[0], units, in->data, m->W[l].data, m->b[l].data, m->act[l], out->data);
+    }
+cleanup:
+    return rc;
+}
+
+static double value(enum dtype dt, const void *v, int64_t i)
+{
+    return dt == DT_F64 ? ((const double *)v)[i] : (double)((const float *)v)[i];
+}
+
+/* The outputs as written: softmax probabilities or values, in place; and
+ * each row's largest output. */
+static void outputs(const struct infer_model *m, int64_t n, struct work *w, void *z, int32_t *pred)
+{
+    int64_t k = infer_outputs(m);
+    for (int64_t r = 0; r < n; r++) {
+        int64_t best = 0;
+        double mx = value(m->dt, z, r * k), sum = 0;
+        for (int64_t j = 1; j < k; j++)
+            if (value(m->dt, z, r * k + j) > mx) mx = value(m->dt, z, r * k + (best = j));
+        pred[r] = (int32_t)best;
+        if (!infer_softmax(m)) continue;
+        for (int64_t j = 0; j < k; j++) sum += w->probs[j] = exp(value(m->dt, z, r * k + j) - mx);
+        for (int64_t j = 0; j < k; j++) {
+            if (m->dt == DT_F64)
+                ((double *)z)[r * k + j] = w->probs[j] / sum;
+            else
+                ((float *)z)[r * k + j] = (float)(w->probs[j] / sum);
+        }
+    }
+}
+
+/* ---- the run ------------------------------------------------------------------ */
+
+struct run {
+    MPI_Comm comm;
+    const struct infer_model *m;
+    const struct infer_opts *o;
+    int me, size;
+    bool auc; /* two classes, softmax, labels: every rank alike */
+    int64_t first, rows, targets, batch, lo, hi; /* this rank's batches [lo, hi) */
+    double *sums;                                /* (loss, correct) per batch */
+    double *sl;                                  /* (score, label) per row: the AUC */
+    int64_t n_sl;
+    struct work w;
+    int32_t *pred;
+    hid_t f, d_out, d_pred, dxpl;
+};
+
+/* Batch i (of this rank's): metrics, and the outputs into w.a / pred. */
+static int run_batch(struct run *x, int64_t i, int64_t *at, int64_t *n)
+{
+    int rc = 0;
+    const struct infer_model *m = x->m;
+    int64_t k = infer_outputs(m), correct = 0;
+    *at = x->first + i * x->batch;
+    *n = x->first + x->rows - *at < x->batch ? x->first + x->rows - *at : x->batch;
+    CAIRN_CHECK(batch_input(m, x->o, *at, *n, &x->w));
+    CAIRN_CHECK(forward(m, *n, &x->w));
+    void *z = x->w.a[m->L % 2].data;
+    if (x->o->labels) {
+        const int32_t *labels = NULL;
+        CAIRN_CHECK(reader_rows(m->rd, x->o->data, x->o->labels, *at, *n, x->targets ? m->dt : DT_I32, &x->w.y));
+        if (!x->targets) {
+            labels = x->w.y.data;
+            for (int64_t r = 0; r < *n; r++)
+                if (labels[r] < 0 || labels[r] >= k)
+                    CAIRN_FAIL(CAIRN_EINPUT, "dataset '%s' in %s: row %lld holds class %d, but the model has %lld outputs",
+                               x->o->labels, x->o->data, (long long)(*at + r), labels[r], (long long)k);
+        }
+        double *s = &x->sums[2 * (i - x->lo)];
+        s[0] = nn_loss(m->dt, m->loss, *n, k, z, labels, x->targets ? x->w.y.data : NULL, *n, NULL, &correct);
+        s[1] = (double)correct;
+        for (int64_t r = 0; x->sl && r < *n; r++, x->n_sl++) { /* as train.c's evaluate scores */
+            x->sl[2 * x->n_sl] = value(m->dt, z, 2 * r + 1) - value(m->dt, z, 2 * r);
+            x->sl[2 * x->n_sl + 1] = labels[r];
+        }
+    }
+    if (x->o->out) {
+        free(x->pred);
+        CAIRN_CHECK_ALLOC(x->pred = malloc((size_t)(*n + 1) * sizeof *x->pred));
+        outputs(m, *n, &x->w, z, x->pred);
+    }
+cleanup:
+    return rc;
+}
+
+static char *tmp_name(const char *out)
+{
+    size_t n = strlen(out) + 8;
+    char *s = malloc(n);
+    if (s) snprintf(s, n, "%s.tmp", out);
+    return s;
+}
+
+/* Collective: the predictions file, created under its temporary name. */
+static int out_create(struct run *x, const char *tmp)
+{
+    int rc = 0;
+    hid_t fapl = H5I_INVALID_HID;
+    int64_t k = infer_outputs(x->m);
+    CAIRN_CHECK_H5(fapl = H5Pcreate(H5P_FILE_ACCESS));
+    CAIRN_CHECK_H5(H5Pset_fapl_mpio(fapl, x->comm, MPI_INFO_NULL));
+    /* an MPI-IO open that fails on some ranks only would split them */
+    CAIRN_CHECK(coll_agree(x->comm, x->me == 0 ? fsx_open_write(tmp, true) : 0));
+    CAIRN_CHECK(coll_agree(x->comm, x->me == 0 ? 0 : fsx_open_write(tmp, false)));
+    h5_mpio_before_open(x->comm, tmp);
+    CAIRN_CHECK(h5_create_file(tmp, fapl, &x->f));
+    struct shape os = {.ndim = 2, .d = {x->rows, k}}, ps = {.ndim = 1, .d = {x->rows}};
+    CAIRN_CHECK_H5(x->d_out = h5_create_dataset(x->f, "outputs", x->m->dt, &os, H5P_DEFAULT));
+    CAIRN_CHECK_H5(x->d_pred = h5_create_dataset(x->f, "predicted", DT_I32, &ps, H5P_DEFAULT));
+    CAIRN_CHECK(h5_attr_put_str(x->f, "model", x->m->path));
+    CAIRN_CHECK(h5_attr_put_str(x->f, "data", x->o->data));
+    CAIRN_CHECK(h5_attr_put_i64(x->f, "first_row", x->first));
+    CAIRN_CHECK(h5_attr_put_str(x->f, "outputs", infer_softmax(x->m) ? "probabilities" : "values"));
+    CAIRN_CHECK_H5(x->dxpl = H5Pcreate(H5P_DATASET_XFER));
+    CAIRN_CHECK_H5(H5Pset_dxpl_mpio(x->dxpl, H5FD_MPIO_COLLECTIVE));
+cleanup:
+    if (fapl >= 0) H5Pclose(fapl);
+    return rc;
+}
+
+static int out_close(struct run *x)
+{
+    int rc = 0;
+    if (x->dxpl >= 0) H5Pclose(x->dxpl);
+    if (x->d_out >= 0 && H5Dclose(x->d_out) < 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Dclose");
+    if (x->d_pred >= 0 && H5Dclose(x->d_pred) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Dclose");
+    if (x->f >= 0 && H5Fclose(x->f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
+    x->dxpl = x->d_out = x->d_pred = x->f = H5I_INVALID_HID;
+    return rc;
+}
+
+/* Every rank's batches, in rounds so that each round's writes are one
+ * collective call (a rank with fewer batches writes nothing in the last). */
+static int run_batches(struct run *x)
+{
+    int rc = 0;
+    int64_t batches = (x->rows + x->batch - 1) / x->batch, rounds = (batches + x->size - 1) / x->size;
+    for (int64_t i = 0; i < rounds; i++) {
+        int64_t at = 0, n = 0;
+        if (x->lo + i < x->hi) rc = run_batch(x, x->lo + i, &at, &n);
+        if (!x->o->out) {
+            if (rc) break;
+            continue;
+        }
+        CAIRN_CHECK(coll_agree(x->comm, rc));
+        CAIRN_CHECK(h5_write_rows(x->d_out, x->m->dt, at - x->first, n, x->w.a[x->m->L % 2].data, x->dxpl));
+        CAIRN_CHECK(h5_write_rows(x->d_pred, DT_I32, at - x->first, n, x->pred, x->dxpl));
+    }
+cleanup:
+    return rc;
+}
+
+/* Rank 0: the batches' sums in batch order (shares are contiguous and in
+ * rank order, so a gather keeps it), the AUC of every row's pair. */
+static int run_metrics(struct run *x, struct infer_result *r)
+{
+    int rc = 0, mine = (int)(2 * (x->hi - x->lo)), *count = NULL, *at = NULL;
+    double *all = NULL, v[3] = {0, 0, NAN};
+    int64_t total = 0;
+    count = malloc((size_t)x->size * sizeof *count);
+    at = malloc((size_t)x->size * sizeof *at);
+    CAIRN_CHECK_ALLOC(count && at ? count : NULL);
+    for (int pass = 0; pass < (x->auc ? 2 : 1); pass++) {
+        double *src = pass ? x->sl : x->sums;
+        if (pass) mine = (int)(2 * x->n_sl);
+        CAIRN_CHECK_MPI(MPI_Gather(&mine, 1, MPI_INT, count, 1, MPI_INT, 0, x->comm));
+        total = 0;
+        for (int i = 0; x->me == 0 && i < x->size; i++) {
+            at[i] = (int)total;
+            total += count[i];
+        }
+        free(all);
+        CAIRN_CHECK_ALLOC(all = malloc((size_t)(total + 1) * sizeof *all));
+        CAIRN_CHECK_MPI(MPI_Gatherv(src, mine, MPI_DOUBLE, all, count, at, MPI_DOUBLE, 0, x->comm));
+        for (int64_t i = 0; x->me == 0 && !pass && i < total; i++) v[i % 2] += all[i];
+        if (x->me == 0 && pass) v[2] = nn_auc(all, total / 2);
+    }
+    CAIRN_CHECK_MPI(MPI_Bcast(v, 3, MPI_DOUBLE, 0, x->comm));
+    r->loss = v[0] / (double)x->rows;
+    r->accuracy = v[1] / (double)x->rows;
+    r->auc = v[2];
+cleanup:
+    free(all);
+    free(count);
+    free(at);
+    return rc;
+}
+
+/* Rank 0, once every rank has written: the file under its own name. */
+static int out_commit(const char *tmp, const char *out)
+{
+    int rc = 0;
+    CAIRN_CHECK(fsx_fsync_path(tmp));
+    CAIRN_CHECK_ERRNO(rename(tmp, out) == 0, CAIRN_EIO, "cannot rename %s to %s", tmp, out);
+    CAIRN_CHECK(fsx_fsync_parent(out));
+cleanup:
+    return rc;
+}
+
+static int run_setup(struct run *x, struct infer_result *r)
+{
+    int rc = 0;
+    int64_t n = 0;
+    const struct infer_opts *o = x->o;
+    rc = check_data(x->m, o, &n, &x->targets);
+    if (rc == 0 && (o->first < 0 || o->first > n || (o->end >= 0 && (o->end < o->first || o->end > n))))
+        rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "rows %lld:%lld are not within the %lld rows of %s",
+                           (long long)o->first, (long long)o->end, (long long)n, o->data);
+    if (rc == 0 && o->batch < 1) rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "the batch must be at least 1");
+    x->first = o->first;
+    x->rows = (o->end < 0 ? n : o->end) - o->first;
+    if (rc == 0 && x->rows == 0) rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "no rows to use in %s", o->data);
+    x->batch = o->batch;
+    int64_t batches = x->rows > 0 ? (x->rows + x->batch - 1) / x->batch : 0;
+    part_range(batches, x->size, x->me, &x->lo, &x->hi);
+    r->rows = x->rows;
+    int64_t k = infer_outputs(x->m);
+    x->sums = calloc((size_t)(2 * (x->hi - x->lo) + 1), sizeof *x->sums);
+    x->w.probs = malloc((size_t)k * sizeof *x->w.probs);
+    if (rc == 0 && (!x->sums || !x->w.probs)) rc = cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    /* (score, label) pairs of every row go to rank 0 in one gather */
+    x->auc = o->labels && infer_softmax(x->m) && k == 2 && x->rows <= INT_MAX / 2;
+    if (rc == 0 && x->auc) {
+        int64_t mine = (x->hi - x->lo) * x->batch;
+        if (!(x->sl = malloc((size_t)(2 * mine + 1) * sizeof *x->sl)))
+            rc = cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    }
+    return rc;
+}
+
+int infer_run(MPI_Comm comm, const struct infer_model *m, const struct infer_opts *o, struct infer_result *r)
+{
+    int rc = 0;
+    struct run x = {.comm = comm, .m = m, .o = o, .f = H5I_INVALID_HID, .d_out = H5I_INVALID_HID,
+                    .d_pred = H5I_INVALID_HID, .dxpl = H5I_INVALID_HID};
+    char *tmp = NULL;
+    bool deferring = false;
+    double t0 = clock_now();
+    *r = (struct infer_result){.auc = NAN};
+    MPI_Comm_rank(comm, &x.me);
+    MPI_Comm_size(comm, &x.size);
+    CAIRN_CHECK(coll_agree(comm, run_setup(&x, r)));
+    if (o->out) {
+        CAIRN_CHECK_ALLOC(tmp = tmp_name(o->out));
+        h5_quiet();
+        iodefer_begin(tmp); /* a write failing on some ranks only must not split them */
+        deferring = true;
+        rc = out_create(&x, tmp);
+        if (rc == 0) rc = run_batches(&x);
+        int c = out_close(&x), d = iodefer_end();
+        deferring = false;
+        rc = rc ? rc : c ? c : d;
+    } else {
+        rc = run_batches(&x);
+    }
+    CAIRN_CHECK(coll_agree(comm, rc));
+    if (o->labels) CAIRN_CHECK(run_metrics(&x, r));
+    if (o->out) CAIRN_CHECK(coll_agree(comm, x.me == 0 ? out_commit(tmp, o->out) : 0));
+    double s = clock_now() - t0;
+    CAIRN_CHECK(coll_allreduce(&s, &r->seconds, 1, MPI_DOUBLE, MPI_MAX, comm));
+cleanup:
+    if (deferring) iodefer_end();
+    out_close(&x);
+    if (rc && tmp && x.me == 0) unlink(tmp); /* never a half-written predictions file */
+    free(tmp);
+    free(x.sums);
+    free(x.sl);
+    free(x.pred);
+    work_free(&x.w);
+    return rc;
+}
