@@ -65,6 +65,8 @@ class Model:
                 g = f["layers/%d" % i]
                 self.layers.append((g["W"][()], g["b"][()], _text(g.attrs["activation"])))
             tables = [Table(n, g) for n, g in f.get("embeddings", {}).items()]
+            if len(tables) > 1 and any(t.column is None for t in tables):
+                raise ValueError("%s: the tables have no 'column' attribute: their order is unknown" % path)
             order = [t.column if t.column is not None else self.inputs for t in tables]
             self.tables = [t for _, t in sorted(zip(order, tables), key=lambda p: p[0])]
 
@@ -100,7 +102,7 @@ class Model:
         acts = {"relu": torch.nn.ReLU, "tanh": torch.nn.Tanh, "sigmoid": torch.nn.Sigmoid}
         mods = []
         for W, b, act in self.layers:
-            lin = torch.nn.Linear(W.shape[0], W.shape[1])
+            lin = torch.nn.Linear(W.shape[0], W.shape[1], dtype=torch.from_numpy(W).dtype)
             with torch.no_grad():
                 lin.weight.copy_(torch.from_numpy(np.ascontiguousarray(W.T)))
                 lin.bias.copy_(torch.from_numpy(b))

@@ -2,7 +2,8 @@
  * documents it) read back, checked as untrusted input, and run forward
  * over rows of a data file with the kernels training uses, so that its
  * loss, accuracy and AUC are the figures the run logged for those rows,
- * bit for bit, on any number of ranks. */
+ * bit for bit, on any number of ranks (unless its stages were
+ * tensor-parallel: p?gemm adds the products in another order). */
 #ifndef CAIRN_INFER_H
 #define CAIRN_INFER_H
 

@@ -135,6 +135,13 @@ with h5py.File("badid.h5", "w") as f:
     for k in e: f[k] = e[k][()]
     u = f["user"][()]; del f["user"]; u[2900] = 5000; f["user"] = u
 open("notes.txt", "w").write("not a model\n")
+import shutil
+shutil.copy("demo/model.h5", "hollow.h5") # W declared, its bytes never written
+with h5py.File("hollow.h5", "a") as f:
+    del f["layers/0/W"]; f.create_dataset("layers/0/W", (32, 1024), "f4", chunks=(8, 8))
+shutil.copy("demo/model.h5", "flat.h5") # a layer that is a dataset, not a group
+with h5py.File("flat.h5", "a") as f:
+    del f["layers/1"]; f["layers/1"] = np.zeros(3)
 b = open("demo/model.h5", "rb").read()
 open("cut.h5", "wb").write(b[: len(b) // 2])'
 bad() { # NAME PATTERN ARGS...: cairn ARGS exits 2 and says PATTERN
@@ -157,6 +164,9 @@ bad rows "rows 100:99999 are not within the 32768 rows of demo.h5" eval demo/mod
 bad rows-syntax "--rows takes FIRST:END" eval demo/model.h5 demo.h5 --rows 5
 bad no-out "needs -o OUT.h5" predict demo/model.h5 demo.h5
 bad missing-model "model nothing.h5: cannot read it" eval nothing.h5 demo.h5
+bad hollow "model hollow.h5: dataset 'layers/0/W' keeps 0 of its 131072 bytes" eval hollow.h5 demo.h5
+bad flat "model flat.h5: " predict flat.h5 demo.h5 -o x.h5
+bad onto-data "-o demo.h5 is the data file: it would be replaced" predict demo/model.h5 demo.h5 -o demo.h5
 # a bad id in the last rows (the last rank's share): found mid-run, no file
 cp emb-1.h5 old.h5
 bad id "ids dataset 'user' in badid.h5: row 2900 holds id 5000" predict emb/model.h5 badid.h5 -o old.h5

@@ -25,6 +25,12 @@ for f in bin/cairn share/man/man1/cairn.1 share/man/man5/cairn-job.5 share/cairn
     share/cairn/python/cairn_model.py "share/modulefiles/cairn/$version"; do
     [ -f "$pre/$f" ] && pass "install/has/$f" || fail "install/has/$f" "$pre/$f is missing"
 done
+# an earlier install's file that this one does not install: gone after a reinstall
+echo old >"$pre/share/modulefiles/cairn/0.0.1" && echo share/modulefiles/cairn/0.0.1 >>"$pre/share/cairn/MANIFEST"
+run reinstall make -s -C "$CAIRN_ROOT" install PREFIX="$pre"
+expect_rc reinstall/rc reinstall 0
+[ -e "$pre/share/modulefiles/cairn/0.0.1" ] && fail reinstall/old-removed "the earlier install's file is left" ||
+    pass reinstall/old-removed
 expect_eq install/manifest-lists-all "$(cd "$pre" && find . -type f ! -name other ! -name other.1 | sed 's|^\./||' | sort)" \
     "$(sort "$pre/share/cairn/MANIFEST")"
 
@@ -32,19 +38,21 @@ expect_eq install/manifest-lists-all "$(cd "$pre" && find . -type f ! -name othe
 run staged make -s -C "$CAIRN_ROOT" install PREFIX=/opt/cairn DESTDIR="$PWD/stage"
 expect_rc staged/rc staged 0
 [ -x stage/opt/cairn/bin/cairn ] && pass staged/binary || fail staged/binary "stage/opt/cairn/bin/cairn is missing"
-expect_grep staged/module-names-prefix "stage/opt/cairn/share/modulefiles/cairn/$version" "^set root /opt/cairn$"
+expect_grep staged/module-names-prefix "stage/opt/cairn/share/modulefiles/cairn/$version" "^set root \{/opt/cairn\}$"
 
 # the module, with Lmod, in a clean shell: everything from the prefix
 mkdir work
 cat >loaded.sh <<EOF
 set -e
 . $LMOD_INIT
+before=\$(man -w ls 2>/dev/null || echo none)
 module use $pre/share/modulefiles
 module load cairn
 command -v cairn
 cairn --version
 man -w cairn
 man -w 5 cairn-job
+echo "system man pages: \$before \$(man -w ls 2>/dev/null || echo none)"
 python3 -c 'import cairn_model; print(cairn_model.__file__)'
 echo "share \$CAIRN_SHARE"
 cd work
@@ -60,6 +68,7 @@ expect_grep module/cairn-on-path module.out "^$pre/bin/cairn$"
 expect_grep module/version module.out "^cairn $version$"
 expect_grep module/man module.out "^$pre/share/man/man1/cairn.1"
 expect_grep module/man5 module.out "^$pre/share/man/man5/cairn-job.5"
+expect_grep module/system-man-pages-kept module.out "^system man pages: ([^ ]+) \1$"
 expect_grep module/python module.out "^$pre/share/cairn/python/cairn_model.py$"
 expect_grep module/share module.out "^share $pre/share/cairn$"
 expect_eq module/counter-job "$(metric work/run/metrics.jsonl log result)" 145

@@ -227,6 +227,10 @@ for plugin in pmi2 none; do
     run "srun-$plugin" srun --mpi=$plugin -n 2 "$CAIRN" run "$JOB" --run-dir "srun-$plugin"
     expect_rc "srun-$plugin/exit" "srun-$plugin" 2
     expect_count "srun-$plugin/one-line" "srun-$plugin.err" "^cairn: " 1
+    run "srun-$plugin-predict" srun --mpi=$plugin -n 2 "$CAIRN" predict base/model.h5 demo.h5 -o "srun-$plugin.h5"
+    expect_rc "srun-$plugin/predict/exit" "srun-$plugin-predict" 2
+    expect_count "srun-$plugin/predict/one-line" "srun-$plugin-predict.err" "^cairn: " 1
+    [ -e "srun-$plugin.h5" ] && fail "srun-$plugin/predict/no-file" "written" || pass "srun-$plugin/predict/no-file"
 done
 expect_grep srun-pmi2/message srun-pmi2.err "^cairn: cairn was started by srun --mpi=pmi2, which this Open MPI cannot use .*; launch it with srun --mpi=pmix, or with mpirun inside the allocation$"
 expect_grep srun-none/message srun-none.err "^cairn: cairn was started by srun without an MPI plugin"

@@ -4,6 +4,7 @@
 #include "cairn/coll.h"
 #include "cairn/error.h"
 #include "cairn/infer.h"
+#include "cairn/slurm.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -153,6 +154,7 @@ static int run(int argc, char **argv, bool predict)
     struct cmd c = {.predict = predict};
     int code = parse(argc, argv, &c), threads = 0, me = 0, size = 1, rc;
     if (code >= 0) return code;
+    if (slurm_launch_check()) return CAIRN_EXIT_INPUT; /* ranks that would each run alone */
     struct infer_model *m = NULL;
     struct infer_result r;
     MPI_Comm comm = MPI_COMM_NULL;

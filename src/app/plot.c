@@ -26,7 +26,7 @@ static const char usage_plot[] =
     "their directory.  Needs gnuplot.  A malformed metrics row is skipped with\n"
     "a warning.\n";
 
-enum { MAX_RUNS = 32, MAX_EPOCH = 1000000, MAX_LINE = 1 << 16 };
+enum { MAX_RUNS = 32, MAX_EPOCH = 100000, MAX_LINE = 1 << 16 };
 enum { F_LOSS, F_TRAIN_LOSS, F_ACCURACY, F_RATE, F_CKPT, N_FIELDS };
 
 struct run {
@@ -101,21 +101,23 @@ static int read_run(struct run *r)
     int rc = 0;
     char path[4200], *line = malloc(MAX_LINE + 2);
     long no = 0, rows = 0;
-    snprintf(path, sizeof path, "%s/metrics.jsonl", r->dir);
-    FILE *f = fopen(path, "r");
+    FILE *f = NULL;
     CAIRN_CHECK_ALLOC(line);
+    if (snprintf(path, sizeof path, "%s/metrics.jsonl", r->dir) >= (int)sizeof path)
+        CAIRN_FAIL(CAIRN_EINPUT, "the run directory's path is too long");
+    f = fopen(path, "r");
     if (!f) CAIRN_FAIL(CAIRN_EINPUT, "cannot read %s: %s", path, strerror(errno));
     while (fgets(line, MAX_LINE + 2, f)) {
         size_t len = strlen(line);
-        bool whole = len > 0 && line[len - 1] == '\n', ok;
+        bool whole = len > 0 && line[len - 1] == '\n', cut = !whole && !feof(f), ok = false;
         no++;
-        if (!whole && !feof(f)) { /* longer than any row cairn writes: skip the rest */
+        if (cut) { /* longer than any row cairn writes: skip the rest, no row */
             int c;
             while ((c = fgetc(f)) != EOF && c != '\n') {}
         }
         if (whole) line[--len] = '\0';
-        CAIRN_CHECK(take_row(r, line, &ok));
-        if (!ok || (!whole && !feof(f)))
+        if (!cut) CAIRN_CHECK(take_row(r, line, &ok));
+        if (!ok)
             fprintf(stderr, "cairn: warning: %s:%ld: not a metrics row; skipped\n", path, no);
         else
             rows++;
@@ -241,6 +243,8 @@ int cli_plot(int argc, char **argv)
         }
     }
     if (!out) return cli_usage_error(usage_plot, "%s", "needs -o FILE.png");
+    for (const char *c = out; *c; c++)
+        if ((unsigned char)*c < ' ') return cli_usage_error(usage_plot, "%s", "-o: a file name without control characters");
     if (optind >= argc) return cli_usage_error(usage_plot, "%s", "needs at least one RUN_DIR");
     if (argc - optind > MAX_RUNS) return cli_usage_error(usage_plot, "%s", "at most 32 run directories");
     for (; optind < argc && rc == 0; optind++) {

@@ -19,10 +19,14 @@ void progress_epoch(struct progress *p, int64_t first, double now)
     p->first = first;
 }
 
-/* H:MM:SS */
+/* H:MM:SS ("?" beyond any sensible time) */
 static const char *hms(double s, char *buf, size_t size)
 {
-    long long t = s > 0 && s < 1e9 ? (long long)(s + 0.5) : 0;
+    if (!(s < 1e12)) {
+        snprintf(buf, size, "?");
+        return buf;
+    }
+    long long t = s > 0 ? (long long)(s + 0.5) : 0;
     snprintf(buf, size, "%lld:%02lld:%02lld", t / 3600, t / 60 % 60, t % 60);
     return buf;
 }
@@ -73,7 +77,10 @@ void progress_epoch_end(struct progress *p, struct runlog *log, int64_t e, doubl
     text[0] = '\0';
     if (p->first == 1) p->epoch_seconds = now - p->t0; /* a whole epoch: the yardstick */
     if (!p->max_epochs || e >= p->max_epochs) return;
-    double per = p->epoch_seconds > 0 ? p->epoch_seconds : now - p->t0, need = (double)(p->max_epochs - e) * per;
+    /* before a whole epoch (a resume mid-epoch): this part, scaled to all steps */
+    double per = p->epoch_seconds > 0 ? p->epoch_seconds
+                                      : (now - p->t0) * (double)p->steps / (double)(p->steps - p->first + 1);
+    double need = (double)(p->max_epochs - e) * per;
     snprintf(text, size, "; job ETA %s (%lld epoch%s left)", hms(need, t, sizeof t), (long long)(p->max_epochs - e),
              p->max_epochs - e == 1 ? "" : "s");
     warn_limit(p, log, need, left);

@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Bounds on what an untrusted model file may claim. */
@@ -75,6 +77,25 @@ static int shape_of(struct infer_model *m, const char *ds, int ndim, struct shap
     return rc;
 }
 
+/* A dataset of n elements must keep all their bytes in the file: a few
+ * bytes of header must not make every rank allocate and fill gigabytes
+ * (cairn writes parameters contiguous and unfiltered). */
+static int stored(hid_t f, const char *ds, int64_t n)
+{
+    int rc = 0;
+    hid_t d = H5Dopen2(f, ds, H5P_DEFAULT), t = H5I_INVALID_HID;
+    CAIRN_CHECK_H5(d);
+    CAIRN_CHECK_H5(t = H5Dget_type(d));
+    double want = (double)n * (double)H5Tget_size(t), have = (double)H5Dget_storage_size(d);
+    if (have < want)
+        CAIRN_FAIL(CAIRN_EINPUT, "dataset '%s' keeps %.0f of its %.0f bytes: damaged, or not a model cairn wrote",
+                   ds, have, want);
+cleanup:
+    if (t >= 0) H5Tclose(t);
+    if (d >= 0) H5Dclose(d);
+    return rc;
+}
+
 static int read_layer(struct infer_model *m, hid_t f, int l, int64_t in)
 {
     int rc = 0;
@@ -93,12 +114,14 @@ static int read_layer(struct infer_model *m, hid_t f, int l, int64_t in)
     if (ws.d[0] != in || ws.d[1] < 1 || ws.d[1] > MAX_WIDTH)
         CAIRN_FAIL(CAIRN_EINPUT, "%s is [%lld, %lld]; it must be [%lld, 1 .. %d]", ds, (long long)ws.d[0],
                    (long long)ws.d[1], (long long)in, MAX_WIDTH);
+    CAIRN_CHECK(stored(f, ds, in * ws.d[1]));
     CAIRN_CHECK(reader_rows(m->rd, m->path, ds, 0, in, m->dt, &m->W[l]));
     snprintf(ds, sizeof ds, "%s/b", g);
     CAIRN_CHECK(shape_of(m, ds, 1, &bs));
     if (bs.d[0] != ws.d[1])
         CAIRN_FAIL(CAIRN_EINPUT, "%s has %lld values; the layer has %lld units", ds, (long long)bs.d[0],
                    (long long)ws.d[1]);
+    CAIRN_CHECK(stored(f, ds, bs.d[0]));
     CAIRN_CHECK(reader_rows(m->rd, m->path, ds, 0, bs.d[0], m->dt, &m->b[l]));
 cleanup:
     if (grp >= 0) H5Gclose(grp);
@@ -237,6 +260,8 @@ int infer_open(const char *path, struct infer_model **out)
     *out = m;
     m = NULL;
 cleanup:
+    /* whatever HDF5 stumbled on, the file is at fault: bad input */
+    if (rc && rc != CAIRN_ENOMEM) rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "%s", cairn_errmsg());
     if (rc) cairn_err_wrap(rc, "model %s: ", path);
     infer_close(&m);
     return rc;
@@ -425,6 +450,10 @@ struct run {
     int64_t n_sl;
     struct work w;
     int32_t *pred;
+    int *count, *at; /* the gathers' */
+    double *all;     /* rank 0: what they gather */
+    char tmp[4200];  /* the predictions file until it is whole; made: by this run */
+    bool made;
     hid_t f, d_out, d_pred, dxpl;
 };
 
@@ -466,25 +495,38 @@ cleanup:
     return rc;
 }
 
-static char *tmp_name(const char *out)
+/* Collective: the temporary name, OUT.<rank 0's pid>.tmp, which rank 0
+ * creates anew (never an existing file, or a link's target), so that
+ * a failed run removes only what it made. */
+static int out_reserve(struct run *x)
 {
-    size_t n = strlen(out) + 8;
-    char *s = malloc(n);
-    if (s) snprintf(s, n, "%s.tmp", out);
-    return s;
+    int rc = 0;
+    long pid = (long)getpid();
+    CAIRN_CHECK_MPI(MPI_Bcast(&pid, 1, MPI_LONG, 0, x->comm));
+    if (snprintf(x->tmp, sizeof x->tmp, "%s.%ld.tmp", x->o->out, pid) >= (int)sizeof x->tmp)
+        rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "the output path is too long");
+    if (rc == 0 && x->me == 0) {
+        int fd = open(x->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+        if (fd < 0) rc = cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot create %s", x->tmp);
+        x->made = fd >= 0;
+        if (fd >= 0) close(fd);
+    }
+    CAIRN_CHECK(coll_agree(x->comm, rc));
+    /* an MPI-IO open that fails on some ranks only would split them */
+    CAIRN_CHECK(coll_agree(x->comm, x->me == 0 ? 0 : fsx_open_write(x->tmp, false)));
+cleanup:
+    return rc;
 }
 
 /* Collective: the predictions file, created under its temporary name. */
-static int out_create(struct run *x, const char *tmp)
+static int out_create(struct run *x)
 {
     int rc = 0;
     hid_t fapl = H5I_INVALID_HID;
     int64_t k = infer_outputs(x->m);
+    const char *tmp = x->tmp;
     CAIRN_CHECK_H5(fapl = H5Pcreate(H5P_FILE_ACCESS));
     CAIRN_CHECK_H5(H5Pset_fapl_mpio(fapl, x->comm, MPI_INFO_NULL));
-    /* an MPI-IO open that fails on some ranks only would split them */
-    CAIRN_CHECK(coll_agree(x->comm, x->me == 0 ? fsx_open_write(tmp, true) : 0));
-    CAIRN_CHECK(coll_agree(x->comm, x->me == 0 ? 0 : fsx_open_write(tmp, false)));
     h5_mpio_before_open(x->comm, tmp);
     CAIRN_CHECK(h5_create_file(tmp, fapl, &x->f));
     struct shape os = {.ndim = 2, .d = {x->rows, k}}, ps = {.ndim = 1, .d = {x->rows}};
@@ -534,38 +576,30 @@ cleanup:
 }
 
 /* Rank 0: the batches' sums in batch order (shares are contiguous and in
- * rank order, so a gather keeps it), the AUC of every row's pair. */
+ * rank order, so a gather keeps it), the AUC of every row's pair.  The
+ * buffers were made (and agreed on) in run_setup. */
 static int run_metrics(struct run *x, struct infer_result *r)
 {
-    int rc = 0, mine = (int)(2 * (x->hi - x->lo)), *count = NULL, *at = NULL;
-    double *all = NULL, v[3] = {0, 0, NAN};
-    int64_t total = 0;
-    count = malloc((size_t)x->size * sizeof *count);
-    at = malloc((size_t)x->size * sizeof *at);
-    CAIRN_CHECK_ALLOC(count && at ? count : NULL);
+    int rc = 0, mine = (int)(2 * (x->hi - x->lo));
+    double v[3] = {0, 0, NAN};
     for (int pass = 0; pass < (x->auc ? 2 : 1); pass++) {
         double *src = pass ? x->sl : x->sums;
+        int64_t total = 0;
         if (pass) mine = (int)(2 * x->n_sl);
-        CAIRN_CHECK_MPI(MPI_Gather(&mine, 1, MPI_INT, count, 1, MPI_INT, 0, x->comm));
-        total = 0;
+        CAIRN_CHECK_MPI(MPI_Gather(&mine, 1, MPI_INT, x->count, 1, MPI_INT, 0, x->comm));
         for (int i = 0; x->me == 0 && i < x->size; i++) {
-            at[i] = (int)total;
-            total += count[i];
+            x->at[i] = (int)total;
+            total += x->count[i];
         }
-        free(all);
-        CAIRN_CHECK_ALLOC(all = malloc((size_t)(total + 1) * sizeof *all));
-        CAIRN_CHECK_MPI(MPI_Gatherv(src, mine, MPI_DOUBLE, all, count, at, MPI_DOUBLE, 0, x->comm));
-        for (int64_t i = 0; x->me == 0 && !pass && i < total; i++) v[i % 2] += all[i];
-        if (x->me == 0 && pass) v[2] = nn_auc(all, total / 2);
+        CAIRN_CHECK_MPI(MPI_Gatherv(src, mine, MPI_DOUBLE, x->all, x->count, x->at, MPI_DOUBLE, 0, x->comm));
+        for (int64_t i = 0; x->me == 0 && !pass && i < total; i++) v[i % 2] += x->all[i];
+        if (x->me == 0 && pass) v[2] = nn_auc(x->all, total / 2);
     }
     CAIRN_CHECK_MPI(MPI_Bcast(v, 3, MPI_DOUBLE, 0, x->comm));
     r->loss = v[0] / (double)x->rows;
     r->accuracy = v[1] / (double)x->rows;
     r->auc = v[2];
 cleanup:
-    free(all);
-    free(count);
-    free(at);
     return rc;
 }
 
@@ -578,6 +612,19 @@ static int out_commit(const char *tmp, const char *out)
     CAIRN_CHECK(fsx_fsync_parent(out));
 cleanup:
     return rc;
+}
+
+/* OUT must not be the model or the data: the rename would replace it. */
+static int check_out(const struct run *x)
+{
+    struct stat so, s;
+    if (stat(x->o->out, &so) != 0) return 0;
+    const char *in[2] = {x->m->path, x->o->data};
+    for (int i = 0; i < 2; i++)
+        if (stat(in[i], &s) == 0 && s.st_dev == so.st_dev && s.st_ino == so.st_ino)
+            return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "-o %s is the %s file: it would be replaced",
+                                 x->o->out, i ? "data" : "model");
+    return 0;
 }
 
 static int run_setup(struct run *x, struct infer_result *r)
@@ -595,6 +642,9 @@ static int run_setup(struct run *x, struct infer_result *r)
     if (rc == 0 && x->rows == 0) rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "no rows to use in %s", o->data);
     x->batch = o->batch;
     int64_t batches = x->rows > 0 ? (x->rows + x->batch - 1) / x->batch : 0;
+    if (rc == 0 && batches > INT_MAX / 2)
+        rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "%lld batches are too many: use a larger --batch",
+                           (long long)batches);
     part_range(batches, x->size, x->me, &x->lo, &x->hi);
     r->rows = x->rows;
     int64_t k = infer_outputs(x->m);
@@ -608,6 +658,13 @@ static int run_setup(struct run *x, struct infer_result *r)
         if (!(x->sl = malloc((size_t)(2 * mine + 1) * sizeof *x->sl)))
             rc = cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
     }
+    int64_t gathered = x->auc && x->rows > batches ? x->rows : batches; /* pairs of doubles */
+    x->count = malloc((size_t)x->size * sizeof *x->count);
+    x->at = malloc((size_t)x->size * sizeof *x->at);
+    if (x->me == 0) x->all = malloc((size_t)(2 * gathered + 1) * sizeof *x->all);
+    if (rc == 0 && (!x->count || !x->at || (x->me == 0 && !x->all)))
+        rc = cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    if (rc == 0 && o->out) rc = check_out(x);
     return rc;
 }
 
@@ -616,7 +673,6 @@ int infer_run(MPI_Comm comm, const struct infer_model *m, const struct infer_opt
     int rc = 0;
     struct run x = {.comm = comm, .m = m, .o = o, .f = H5I_INVALID_HID, .d_out = H5I_INVALID_HID,
                     .d_pred = H5I_INVALID_HID, .dxpl = H5I_INVALID_HID};
-    char *tmp = NULL;
     bool deferring = false;
     double t0 = clock_now();
     *r = (struct infer_result){.auc = NAN};
@@ -624,11 +680,11 @@ int infer_run(MPI_Comm comm, const struct infer_model *m, const struct infer_opt
     MPI_Comm_size(comm, &x.size);
     CAIRN_CHECK(coll_agree(comm, run_setup(&x, r)));
     if (o->out) {
-        CAIRN_CHECK_ALLOC(tmp = tmp_name(o->out));
+        CAIRN_CHECK(out_reserve(&x));
         h5_quiet();
-        iodefer_begin(tmp); /* a write failing on some ranks only must not split them */
+        iodefer_begin(x.tmp); /* a write failing on some ranks only must not split them */
         deferring = true;
-        rc = out_create(&x, tmp);
+        rc = out_create(&x);
         if (rc == 0) rc = run_batches(&x);
         int c = out_close(&x), d = iodefer_end();
         deferring = false;
@@ -638,15 +694,18 @@ int infer_run(MPI_Comm comm, const struct infer_model *m, const struct infer_opt
     }
     CAIRN_CHECK(coll_agree(comm, rc));
     if (o->labels) CAIRN_CHECK(run_metrics(&x, r));
-    if (o->out) CAIRN_CHECK(coll_agree(comm, x.me == 0 ? out_commit(tmp, o->out) : 0));
+    if (o->out) CAIRN_CHECK(coll_agree(comm, x.me == 0 ? out_commit(x.tmp, o->out) : 0));
+    x.made = false; /* renamed */
     double s = clock_now() - t0;
     CAIRN_CHECK(coll_allreduce(&s, &r->seconds, 1, MPI_DOUBLE, MPI_MAX, comm));
 cleanup:
     if (deferring) iodefer_end();
     out_close(&x);
-    if (rc && tmp && x.me == 0) unlink(tmp); /* never a half-written predictions file */
-    free(tmp);
+    if (x.made) unlink(x.tmp); /* never a half-written predictions file */
     free(x.sums);
+    free(x.count);
+    free(x.at);
+    free(x.all);
     free(x.sl);
     free(x.pred);
     work_free(&x.w);
