@@ -32,6 +32,13 @@ t2=$(best /usr/bin/python3 "$root/regression/bench/torch_predict.py" run/model.h
 # torch's BLAS with its own 2 threads too (a user's default): the better counts
 t2b=$(best env -u OPENBLAS_NUM_THREADS /usr/bin/python3 "$root/regression/bench/torch_predict.py" run/model.h5 demo.h5 t2.h5 2 "$batch")
 t2=$(/usr/bin/python3 -c "print(max($t2, $t2b))")
+# the torch path (README's snippet) gives cairn's outputs
+/usr/bin/python3 -c '
+import h5py, numpy as np
+a, b = h5py.File("c1.h5", "r"), h5py.File("t1.h5", "r")
+d = float(np.abs(a["outputs"][()] - b["outputs"][()]).max())
+print("torch outputs against cairn predict: max difference %.2g (%s), classes %s" % (d,
+      "within 1e-5" if d <= 1e-5 else "NOT within 1e-5", "equal" if (a["predicted"][()] == b["predicted"][()]).all() else "differ"))'
 /usr/bin/python3 - "$macs" "$gflops" "$c1" "$c2" "$t1" "$t2" "$batch" <<'PY'
 import sys
 macs, gflops, c1, c2, t1, t2 = (float(v) for v in sys.argv[1:7])
