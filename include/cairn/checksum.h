@@ -14,6 +14,8 @@
 #ifndef CAIRN_CHECKSUM_H
 #define CAIRN_CHECKSUM_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +26,25 @@
 /* Partial checksum of n elements of elem_size (4 or 8) bytes whose first
  * element has index `first` in the whole dataset. */
 uint64_t checksum_part(const void *data, size_t elem_size, int64_t n, int64_t first);
+
+/* A checksum_part on a thread of its own, so that the caller's I/O of the
+ * same bytes overlaps it: checksum_start, then the I/O, then
+ * checksum_finish (always, also after a failed I/O: it joins the thread).
+ * Parts under CHECKSUM_THREAD_MIN bytes, a caller bound to one CPU, or no
+ * thread to be had: checksum_start sums at once.  The bits are
+ * checksum_part's. */
+#define CHECKSUM_THREAD_MIN ((size_t)16 << 20)
+struct checksum_job {
+    const void *data;
+    size_t elem_size;
+    int64_t n, first;
+    uint64_t sum;
+    pthread_t thread;
+    bool running;
+};
+void checksum_start(struct checksum_job *j, const void *data, size_t elem_size, int64_t n,
+                    int64_t first);
+uint64_t checksum_finish(struct checksum_job *j);
 
 /* FNV-1a of a string. */
 uint64_t checksum_string(const char *s);

@@ -6,7 +6,8 @@
  * least a dense step costs.
  *
  * usage: mpirun -np 2 densetable ROWS DIM STEPS
- * Prints "dense table step: S s" (the median of STEPS, after one warm-up). */
+ * Prints "dense table step: S s" (the best of STEPS, after one warm-up: the
+ * sparse step it is set against is a best too). */
 #include "cairn/optim.h"
 
 #include <mpi.h>
@@ -47,7 +48,7 @@ int main(int argc, char **argv)
         if (s >= 0) t[s] = MPI_Wtime() - t0;
     }
     qsort(t, (size_t)steps, sizeof *t, by_value);
-    if (me == 0) printf("dense table step: %.6f s\n", t[steps / 2]);
+    if (me == 0) printf("dense table step: %.6f s\n", t[0]);
     MPI_Finalize();
     return 0;
 }

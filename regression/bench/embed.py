@@ -9,8 +9,12 @@
      run (densetable.c: the whole table to the trainer and a whole
      gradient back, and Adam over every row; the trainer's compute left
      out, so the least a dense step costs), added to the same step without
-     the table (its data read and layer).  Target: at 1%, dense over
-     sparse >= 20.
+     the table (its data read and layer).  Each run's figure is its best
+     of 7, since this VM's noise only ever adds time: for cairn the best
+     of 7 epochs' mean step (epochs of 8 steps, 1 at 100%), for the dense
+     push and pull the best of 7 single steps (which favours dense).
+     BENCH_BEFORE=<an older cairn> adds its 1% step, in the same rounds.
+     Target: at 1%, dense over sparse >= 20.
   2. ctr: samples/s of jobs/ctr.cfg's model on the demo's data on all the
      cores, cairn in several layouts against PyTorch 1.13
      (nn.EmbeddingBag(sparse=True), SparseAdam; one process with N
@@ -55,10 +59,10 @@ def epochs_of(rd):
     return [json.loads(l) for l in open(os.path.join(rd, "metrics.jsonl")) if '"kind":"epoch"' in l]
 
 
-def cairn(ranks, job, sets, peak=False):
+def cairn(ranks, job, sets, peak=False, binary=CAIRN):
     run_no[0] += 1
     rd = f"c{run_no[0]}"
-    cmd = [CAIRN, "run", job, "--run-dir", rd]
+    cmd = [binary, "run", job, "--run-dir", rd]
     for s in sets:
         cmd += ["--set", s]
     if peak:
@@ -100,11 +104,13 @@ stop = {{ max_epochs = 3; }};
     fractions = [0.001, 0.01, 0.1, 1.0]
     runs = [(f, (lambda f=f: step(f, "sparse.cfg"))) for f in fractions]
     runs += [(("base", f), (lambda f=f: step(f, "base.cfg"))) for f in fractions] + [("dense", dense)]
+    if peers.BEFORE:
+        runs += [("before", lambda: step(0.01, "sparse.cfg", binary=peers.BEFORE))]
     res = peers.rounds(runs, ROUNDS, lambda v: v)
     med = {k: sorted(v)[len(v) // 2] for k, v in res.items()}
     d = med["dense"]
     print(f"\n1. a {SPARSE_ROWS:,} x 16 f32 table (Adam), 1 trainer + 1 shard on {CORES} cores: step time "
-          f"(median of {ROUNDS} rounds, each the best epoch's mean step)")
+          f"(median of {ROUNDS} rounds, each the best of {SPARSE_EPOCHS - 1} epochs' mean step)")
     print(f"   dense push and pull of the whole table + Adam on every row: {d * 1e3:.1f} ms "
           f"(range {min(res['dense']) * 1e3:.1f}-{max(res['dense']) * 1e3:.1f})")
     print("   a dense step is the same step without the table (the data read and the layer) plus that;")
@@ -114,17 +120,26 @@ stop = {{ max_epochs = 3; }};
         print(f"   {f * 100:>6g}% {int(f * SPARSE_ROWS):>8}{b * 1e3:>13.2f}"
               f"{peers.spread([x * 1e3 for x in res[f]], '{:.2f}'):>26}"
               f"{(b + d) * 1e3:>15.1f}{(b + d) / s:>16.1f}")
+    if peers.BEFORE:
+        s, b = med["before"], med[("base", 0.01)]
+        print(f"   {'1% before':>16}{'':>13}{peers.spread([x * 1e3 for x in res['before']], '{:.2f}'):>26}"
+              f"{(b + d) * 1e3:>15.1f}{(b + d) / s:>16.1f}   ({peers.BEFORE})")
 
 
-def step(fraction, cfg):
+SPARSE_EPOCHS = 8  # the first warms up; each figure is the best of the other 7
+
+
+def step(fraction, cfg, binary=CAIRN):
     batch = int(fraction * SPARSE_ROWS)
     steps = max(1, min(8, SPARSE_ROWS // batch))
-    rd = cairn(2, cfg, [f"data.batch={batch}", f"steps_per_epoch={steps}"])
+    rd = cairn(2, cfg, [f"data.batch={batch}", f"steps_per_epoch={steps}", f"stop.max_epochs={SPARSE_EPOCHS}"],
+               binary=binary)
     return min(e["train_seconds"] for e in epochs_of(rd)[1:]) / steps
 
 
 def dense():
-    out = subprocess.run(peers.pin(CORES) + ["mpirun", "-np", "2", "./densetable", str(SPARSE_ROWS), "16", "5"],
+    out = subprocess.run(peers.pin(CORES) + ["mpirun", "-np", "2", "./densetable", str(SPARSE_ROWS), "16",
+                                             str(SPARSE_EPOCHS - 1)],
                          capture_output=True, text=True, env=peers.env(), check=True).stdout
     return float(out.split()[3])
 

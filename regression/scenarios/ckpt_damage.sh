@@ -89,3 +89,44 @@ expect_rc crash-loop/exit loop 0
 expect_grep crash-loop/named loop.out "ckpt-e000003.h5 \(epoch 3 step 0\) cannot be loaded: two earlier runs died while loading it"
 expect_grep crash-loop/fell-back loop.out "resuming after epoch 2 "
 [ ! -e loop/ckpt/loading ] && pass crash-loop/cleared || fail crash-loop/cleared "loading marker left behind"
+
+# Parts of 16 MiB and more are checksummed on a thread beside their I/O,
+# and loads go 64 MiB (8192 rows of 8 KiB here) at a time: a state of
+# 25000 rows saves on 2 ranks and loads on 2 (slabs of 8192 and 4308
+# rows each) and on 3 (8192 and 141 or 142: second slabs that start
+# mid-part), every checksum agreeing; a byte flipped in row 9000, in the
+# first slab of rank 1 of 3 (its rows 8334-16666), is found.  Two ranks
+# are bound to a core each by mpirun, so they sum inline; three are not,
+# and use the thread.
+cat >big.cfg <<'CFG'
+name = "big";
+groups = ( { name = "state"; ranks = 2; } );
+init = ( { group = "state"; steps = (
+    { op = "fill"; out = "w"; shape = [25000, 1024]; dtype = "f64"; value = 1.5; dist = "sharded"; } ); } );
+epoch = ( { group = "state"; steps = ( { op = "scale"; in = "w"; out = "w"; factor = 2.0; } ); } );
+stop = { max_epochs = 1; };
+CFG
+mpi big 2 run big.cfg --run-dir big
+expect_rc big/exit big 0
+run big-verify "$CAIRN" ckpt verify big/ckpt/ckpt-e000001.h5
+expect_rc big/verify big-verify 0
+mv big/ckpt/ckpt-e000001.h5 big-e1.h5 # a resume from epoch 0 writes it anew
+for np in 2 3; do
+    mpi "big-$np" "$np" run big.cfg --run-dir big --resume=0 --set groups.0.ranks=$np
+    expect_rc "big/resume-$np" "big-$np" 0
+    expect_grep "big/loaded-$np" "big-$np.out" "resuming after epoch 0 "
+    expect_eq "big/same-$np" "$(h5cmp big-e1.h5 big/ckpt/ckpt-e000001.h5 /groups/state/w)" same
+done
+rm big-e1.h5
+py '
+import h5py, sys
+with h5py.File(sys.argv[1], "r") as f:
+    off = f["groups/state/w"].id.get_offset()
+with open(sys.argv[1], "r+b") as g:
+    at = off + (9000 * 1024 + 5) * 8
+    g.seek(at); b = g.read(1); g.seek(at); g.write(bytes([b[0] ^ 0x10]))
+' big/ckpt/ckpt-e000001.h5
+mpi big-bad 3 run big.cfg --run-dir big --resume=1 --set groups.0.ranks=3
+expect_rc big/flipped-exit big-bad 3
+expect_grep big/flipped-found big-bad.err "/groups/state/w: checksum mismatch"
+rm -rf big

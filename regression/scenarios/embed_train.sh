@@ -248,6 +248,50 @@ badrun float float.h5 "e.cfg:6: table 'user': ids dataset 'user' in float.h5 hol
 badrun short short.h5 "e.cfg:6: table 'user': ids dataset 'user' in short.h5 has 100 rows but the features have 3000"
 badrun cube cube.h5 "ids dataset 'user' in cube.h5 is \[3000, 1, 1\], not \[N\] or \[N, k\]"
 
+# ---- ids that go bad under a running job: exit 3, the same words ------------------------
+# The trainer (rank 0) stops itself (SIGSTOP) in epoch 1's checkpoint
+# write; while it cannot run, every user id in the file becomes 5000 (the
+# bytes rewritten in place, as another program would), then it continues.
+# Epoch 2's first batch finds them: exit 3 naming the table, dataset and
+# row; epoch 1's checkpoint stays committed.  The watchdog is set far away:
+# the pause lasts as long as this shell takes, not as long as a step.
+# Every rank waits for rank 0 in the save, so no id of epoch 2 is read
+# before the change.  The file is larger than HDF5's 64 KiB sieve buffer,
+# which holds the last ids read: the held-out rows (the last 20%) that
+# epoch 1's evaluation read before the save, none of the training rows.
+mpi mid-data 2 data synth --out mid.h5 --samples 40000 --features 4 --classes 2 --seed 5 \
+    --table user:5000:1 --table item:700:3
+expect_rc midrun/data mid-data 0
+off=$(py 'import h5py; d = h5py.File("mid.h5", "r")["user"]; print(d.id.get_offset(), d.shape[0])')
+CAIRN_FAULT=freeze:write:0:1 mpi mid 3 run e.cfg --run-dir mid --set 'data.file="mid.h5"' \
+    --set watchdog.timeout=3600 --set watchdog.liveness=0 &
+bg=$!
+frozen=
+if wait_log mid.err "rank 0 \(pid [0-9]+\): CAIRN_FAULT freezes this rank at write"; then
+    frozen=$(sed -n 's/.*rank 0 (pid \([0-9]*\)): CAIRN_FAULT freezes.*/\1/p' mid.err)
+    for i in $(seq 1 300); do # until it is stopped (state T)
+        [ "$(awk '{print $3}' "/proc/$frozen/stat" 2>/dev/null)" = T ] && break
+        sleep 0.2
+    done
+fi
+if [ "$(awk '{print $3}' "/proc/${frozen:-none}/stat" 2>/dev/null)" = T ]; then
+    pass midrun/frozen
+    py 'import numpy as np, os, sys
+off, n = map(int, sys.argv[1:3])
+fd = os.open("mid.h5", os.O_WRONLY)
+os.pwrite(fd, np.full(n, 5000, np.int64).tobytes(), off)
+os.fsync(fd); os.close(fd)' $off
+    kill -CONT "$frozen"
+else
+    fail midrun/frozen "rank 0 of the run did not stop at the fault point" mid.err
+    [ -n "$frozen" ] && kill -CONT "$frozen" 2>/dev/null # else the run's timeout ends it
+fi
+wait $bg
+expect_rc midrun/rc mid 3
+expect_grep midrun/says mid.err "e.cfg:6: table 'user': ids dataset 'user' in mid.h5: row [0-9]+ holds id 5000; the table has rows 0 to 4999 \(and -1 means no id\)"
+expect_grep midrun/exit-status mid/exit_status "^3 .*row [0-9]+ holds id 5000"
+expect_eq midrun/committed "$(ckpt_ls mid/ckpt | awk '$5 == "ok" {print $1}' | xargs)" "0 1"
+
 # ---- bad tables in the job file: FILE:LINE and exit 2 ----------------------------------
 badcfg() { # NAME SETTING PATTERN
     run "cfg-$1" "$CAIRN" check e.cfg --set "$2"

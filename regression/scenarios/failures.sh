@@ -126,7 +126,7 @@ expect_grep watchdog/hint/says wd-hint/exit_status "^3 stalled: rank [01] \([^)]
 CAIRN_FAULT=freeze:write:1:2 mpi lv 3 run "$JOBS/counter.cfg" --run-dir lv --set groups.0.ranks=3 \
     --set watchdog.liveness=3 --set watchdog.timeout=100
 expect_rc liveness/exit lv 3
-expect_grep liveness/frozen lv.err "rank 1: CAIRN_FAULT freezes this rank at write"
+expect_grep liveness/frozen lv.err "rank 1 \(pid [0-9]+\): CAIRN_FAULT freezes this rank at write"
 expect_grep liveness/says lv.err "cairn: rank 2 \([^)]+\): rank 1 \([^)]+\) has not been heard from for [0-9]+ s \(watchdog.liveness 3 s\): that rank, its node or the network to it is gone; ending the job"
 expect_grep liveness/exit-status lv/exit_status "^3 lost: rank 2 \([^)]+\): rank 1 \([^)]+\) has not been heard from"
 expect_grep liveness/logged lv/cairn.log "rank 2 \([^)]+\): rank 1 \([^)]+\) has not been heard from"

@@ -3,6 +3,7 @@
 
 #include "cairn/clones.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -38,6 +39,38 @@ CAIRN_CLONES uint64_t checksum_part(const void *data, size_t elem_size, int64_t 
         }
     }
     return sum;
+}
+
+static void *checksum_run(void *arg)
+{
+    struct checksum_job *j = arg;
+    j->sum = checksum_part(j->data, j->elem_size, j->n, j->first);
+    return NULL;
+}
+
+/* A rank bound to one CPU would only time-slice its thread with itself. */
+static bool more_cpus(void)
+{
+    cpu_set_t set;
+    return sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 1;
+}
+
+void checksum_start(struct checksum_job *j, const void *data, size_t elem_size, int64_t n,
+                    int64_t first)
+{
+    *j = (struct checksum_job){.data = data, .elem_size = elem_size, .n = n, .first = first};
+    if ((size_t)n * elem_size >= CHECKSUM_THREAD_MIN && more_cpus() &&
+        pthread_create(&j->thread, NULL, checksum_run, j) == 0)
+        j->running = true;
+    else
+        checksum_run(j);
+}
+
+uint64_t checksum_finish(struct checksum_job *j)
+{
+    if (j->running) pthread_join(j->thread, NULL);
+    j->running = false;
+    return j->sum;
 }
 
 uint64_t checksum_string(const char *s)

@@ -102,7 +102,9 @@ void fault_point(const struct fault *f, int rank, const char *point, int64_t epo
         for (;;) pause(); /* until a signal's default action ends the process */
     }
     if (matches(f, FAULT_FREEZE, rank, epoch) && strcmp(f->what, point) == 0) {
-        fprintf(stderr, "cairn: rank %d: CAIRN_FAULT freezes this rank at %s\n", rank, point);
+        /* the pid: a test can find the stopped process and continue it */
+        fprintf(stderr, "cairn: rank %d (pid %d): CAIRN_FAULT freezes this rank at %s\n", rank, (int)getpid(),
+                point);
         fflush(stderr);
         raise(SIGSTOP); /* every thread: no heartbeat either */
     }

@@ -790,19 +790,25 @@ cleanup:
     return rc;
 }
 
-/* Collective: my part of dataset i (possibly nothing). */
+/* Reads go a slab of this many bytes at a time (a part's checksum runs
+ * beside the next slab's read). */
+#define READ_SLAB ((size_t)64 << 20)
+
+/* Collective: my part of dataset i (possibly nothing), checksummed on a
+ * thread while it is written. */
 static int write_part(const struct ckpt_view *v, hid_t dset, hid_t dxpl, struct desc *d)
 {
     int rc = 0;
     hid_t fspace = H5Dget_space(dset), mspace = H5I_INVALID_HID;
     const struct tensor *t = v->group == d->group ? v->tensors[d->blob] : NULL;
+    int64_t n = d->mine && t ? d->rows * row_elems(&d->file) : 0;
+    struct checksum_job sum = {0};
+    if (n) checksum_start(&sum, t->data, dtype_size(d->dtype), n, d->row0 * row_elems(&d->file));
     CAIRN_CHECK_H5(fspace);
     CAIRN_CHECK(select_part(fspace, d, &mspace));
-    int64_t n = d->mine ? d->rows * row_elems(&d->file) : 0;
-    CAIRN_CHECK_H5(H5Dwrite(dset, h5_native(d->dtype), mspace, fspace, dxpl,
-                            n && t ? t->data : NULL));
-    if (n) d->partial = checksum_part(t->data, dtype_size(d->dtype), n, d->row0 * row_elems(&d->file));
+    CAIRN_CHECK_H5(H5Dwrite(dset, h5_native(d->dtype), mspace, fspace, dxpl, n ? t->data : NULL));
 cleanup:
+    if (n) d->partial = checksum_finish(&sum);
     if (mspace >= 0) H5Sclose(mspace);
     if (fspace >= 0) H5Sclose(fspace);
     return rc;
@@ -1042,6 +1048,8 @@ static int plan_read(const struct ckpt_view *v, const struct entry *e, struct de
 static int read_part(const struct ckpt_view *v, hid_t f, const struct entry *e, struct desc *d)
 {
     int rc = 0;
+    bool summing = false;
+    struct checksum_job sum;
     char path[300];
     hid_t dset = H5I_INVALID_HID, fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
     if (!d->mine) return 0;
@@ -1059,13 +1067,27 @@ static int read_part(const struct ckpt_view *v, hid_t f, const struct entry *e, 
     CAIRN_CHECK_H5(dset);
     fspace = H5Dget_space(dset);
     CAIRN_CHECK_H5(fspace);
-    CAIRN_CHECK(select_part(fspace, d, &mspace));
-    int64_t n = d->rows * row_elems(&d->file);
-    CAIRN_CHECK_H5(H5Dread(dset, h5_native(d->dtype), mspace, fspace, H5P_DEFAULT, n ? t->data : NULL));
     /* replicated values are counted once, by group rank 0, as when written */
-    if (d->dist != DIST_REPLICATED || v->group_rank == 0)
-        d->partial = checksum_part(t->data, dtype_size(d->dtype), n, d->row0 * row_elems(&d->file));
+    bool counted = d->dist != DIST_REPLICATED || v->group_rank == 0;
+    int64_t per = row_elems(&d->file), esz = (int64_t)dtype_size(d->dtype);
+    int64_t slab = d->file.ndim && per ? (int64_t)READ_SLAB / (per * esz) : d->rows;
+    if (slab < 1) slab = 1; /* rows wider than a slab: one at a time */
+    /* slab by slab, each checksummed on a thread while the next is read */
+    for (int64_t r = 0; r < d->rows; r += slab) {
+        struct desc part = *d;
+        part.row0 = d->row0 + r;
+        part.rows = d->rows - r < slab ? d->rows - r : slab;
+        char *at = (char *)t->data + r * per * esz;
+        CAIRN_CHECK(select_part(fspace, &part, &mspace));
+        CAIRN_CHECK_H5(H5Dread(dset, h5_native(d->dtype), mspace, fspace, H5P_DEFAULT, part.rows * per != 0 ? at : NULL));
+        H5Sclose(mspace);
+        mspace = H5I_INVALID_HID;
+        if (summing) d->partial += checksum_finish(&sum);
+        summing = counted;
+        if (counted) checksum_start(&sum, at, (size_t)esz, part.rows * per, part.row0 * per);
+    }
 cleanup:
+    if (summing) d->partial += checksum_finish(&sum);
     if (rc == CAIRN_EHDF5) rc = CAIRN_ECORRUPT;
     if (rc) cairn_err_wrap(rc, "%s: ", path);
     if (mspace >= 0) H5Sclose(mspace);

@@ -73,7 +73,8 @@ struct emb_request {
 };
 
 /* The last push, applied at the next round of pulls (emb_serve) or when
- * the state must be settled (emb_settle): the rows' sums sit in buf. */
+ * the state must be settled (emb_settle): the rows' sums sit in buf,
+ * while the next push may already arrive in inbuf. */
 struct emb_pending {
     bool on;
     struct optim_args a; /* the step's: adam's bias corrections move */
@@ -89,8 +90,8 @@ struct emb {
     /* reader: one request and reply per shard touched */
     int64_t **req;
     char **reply;
-    int *req_bytes, *reply_bytes, *dest;
-    MPI_Request *rreq;
+    int *req_bytes, *reply_bytes, *dest, n_dest;
+    MPI_Request *rreq; /* the replies' receives (n_dest), or the pushes' sends */
     /* shard: requests kept, replies in flight, the pending update */
     struct emb_request *in;
     int n_in, cap_in;
@@ -101,8 +102,10 @@ struct emb {
     int64_t served; /* rows (over the tables) this round's pulls asked for */
     MPI_Request push; /* the receive of replica 0's push, posted when they are known */
     int push_bytes;
-    char *buf;      /* the reduction's and the push's messages */
+    char *buf;      /* the reduction's messages; on a shard, the pending push */
     size_t buf_cap;
+    char *inbuf;    /* a shard's next push, received while buf is applied */
+    size_t inbuf_cap;
 };
 
 bool emb_reader(const struct trainer *t) { return t->emb && t->role == ROLE_STAGE; }
@@ -137,6 +140,7 @@ int emb_create(struct trainer *t, MPI_Comm comm)
     m->reply_bytes = calloc((size_t)m->P, sizeof *m->reply_bytes);
     m->dest = calloc((size_t)m->P, sizeof *m->dest);
     m->rreq = calloc((size_t)m->P, sizeof *m->rreq);
+    m->push = MPI_REQUEST_NULL;
     CAIRN_CHECK_ALLOC(m->tab && m->req && m->reply && m->req_bytes && m->reply_bytes && m->dest && m->rreq
                           ? m->tab
                           : NULL);
@@ -187,6 +191,7 @@ void emb_destroy(struct trainer *t)
     free(m->out);
     free(m->oreq);
     free(m->buf);
+    free(m->inbuf);
     free(m);
     t->emb = NULL;
 }
@@ -339,11 +344,10 @@ static int unpack_replies(struct trainer *t, int n_dest)
     return 0;
 }
 
-int emb_input(struct trainer *t, const char *file, struct batch *b)
+int emb_pull(struct trainer *t, const char *file, const struct batch *b)
 {
     struct emb *m = t->emb;
-    int rc = 0, n_dest = 0;
-    struct tensor x = {0};
+    int rc = 0;
     for (int e = 0; e < m->E; e++) {
         struct emb_tab *tb = &m->tab[e];
         if (b->n) CAIRN_CHECK(read_ids(t, tb, file, b));
@@ -353,11 +357,20 @@ int emb_input(struct trainer *t, const char *file, struct batch *b)
         tb->rows = rows;
         sparse_tree_reset(&tb->tree, t->dt, tb->spec->dim, t->mb_lo, t->mb_hi);
     }
-    CAIRN_CHECK(post_pulls(t, &n_dest));
-    CAIRN_CHECK(coll_exchange(m->comm, TAG_EREQ + (int)(m->round++ & 1), n_dest, m->dest, (void *const *)m->req, m->req_bytes,
-                              no_requests, t));
-    CAIRN_CHECK(coll_wait_sized(n_dest, m->rreq, m->reply_bytes));
-    CAIRN_CHECK(unpack_replies(t, n_dest));
+    CAIRN_CHECK(post_pulls(t, &m->n_dest));
+    CAIRN_CHECK(coll_exchange(m->comm, TAG_EREQ + (int)(m->round++ & 1), m->n_dest, m->dest, (void *const *)m->req,
+                              m->req_bytes, no_requests, t));
+cleanup:
+    return rc;
+}
+
+int emb_input(struct trainer *t, struct batch *b)
+{
+    struct emb *m = t->emb;
+    int rc = 0;
+    struct tensor x = {0};
+    CAIRN_CHECK(coll_wait_sized(m->n_dest, m->rreq, m->reply_bytes));
+    CAIRN_CHECK(unpack_replies(t, m->n_dest));
     if (b->n == 0) goto cleanup;
     /* the dense features, then each table's combined vectors */
     int64_t w = t->tp->dims[0], d = t->spec->inputs;
@@ -520,6 +533,10 @@ cleanup:
  * that the misses overlap instead of stalling one by one. */
 enum { PREFETCH = 8 };
 
+/* While it updates rows no pull waits for, a shard calls MPI every this
+ * many rows: a large message moves only then. */
+enum { PROGRESS_ROWS = 256 };
+
 static void prefetch_bytes(const char *p, size_t bytes)
 {
     for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(p + b, 1);
@@ -633,6 +650,7 @@ enum settle { SETTLE_ASKED, SETTLE_REST, SETTLE_ALL };
 static void settle(struct trainer *t, enum settle which)
 {
     struct emb *m = t->emb;
+    int64_t done = 0;
     const struct emb_pending *pd = &m->pend;
     const char *g = m->buf;
     for (int e = 0; e < m->E; e++) {
@@ -647,14 +665,37 @@ static void settle(struct trainer *t, enum settle which)
                 prefetch_row(pd->w, pd->m, pd->v, e, (size_t)(x->pend[j + PREFETCH] - x->lo) * row, row);
             optim_update(t->dt, &pd->a, x->spec->dim, (char *)pd->w[e]->data + at, g,
                          pd->m[e] ? (char *)pd->m[e]->data + at : NULL, pd->v[e] ? (char *)pd->v[e]->data + at : NULL);
+            if (++done % PROGRESS_ROWS == 0 && m->push != MPI_REQUEST_NULL) {
+                int flag; /* let the next push land, so replica 0 is not kept waiting (keeps the request) */
+                MPI_Request_get_status(m->push, &flag, MPI_STATUS_IGNORE);
+            }
         }
     }
+}
+
+/* Post the receive of this round's push (the rows served: their values, in
+ * order) into inbuf, so that replica 0's send completes while the shard
+ * still updates the last push's rows (settle polls it) and the dense
+ * layers. */
+static int expect_push(struct trainer *t)
+{
+    struct emb *m = t->emb;
+    int rc = 0;
+    int64_t bytes = 0;
+    m->push = MPI_REQUEST_NULL;
+    if (m->served == 0) return 0; /* no pull, so no push */
+    for (int e = 0; e < m->E; e++) bytes += m->tab[e].n_req * m->tab[e].spec->dim * (int64_t)m->esz;
+    CAIRN_CHECK(grow(&m->inbuf, &m->inbuf_cap, (size_t)bytes + 1));
+    m->push_bytes = (int)bytes;
+    CAIRN_CHECK_MPI(MPI_Irecv(m->inbuf, (int)bytes + 1, MPI_BYTE, 0, TAG_EPUSH, m->comm, &m->push));
+cleanup:
+    return rc;
 }
 
 /* A round of pulls: take every request, bring the rows asked for up to
  * date, reply, and only then update the last push's other rows, while
  * the readers compute (the update is off the step's critical path). */
-int emb_serve(struct trainer *t, struct tensor *const *w)
+int emb_serve(struct trainer *t, struct tensor *const *w, bool push)
 {
     struct emb *m = t->emb;
     int rc = 0, done = 0;
@@ -674,6 +715,8 @@ int emb_serve(struct trainer *t, struct tensor *const *w)
     for (int i = 0; rc == 0 && i < m->n_in; i++) rc = reply(m, &m->in[i], w);
     for (int i = 0; i < m->n_in; i++) free(m->in[i].q);
     m->n_in = 0;
+    m->push = MPI_REQUEST_NULL;
+    if (rc == 0 && push) rc = expect_push(t);
     done = coll_wait(m->n_out, m->oreq); /* first: a large reply moves only while MPI is called */
     for (int i = 0; i < m->n_out; i++) free(m->out[i]);
     m->n_out = 0;
@@ -684,23 +727,6 @@ int emb_serve(struct trainer *t, struct tensor *const *w)
     return rc ? rc : done;
 }
 
-/* Post the receive of this round's push (the rows served: their values, in
- * order), so that replica 0's send completes while the dense updates run. */
-int emb_expect_push(struct trainer *t)
-{
-    struct emb *m = t->emb;
-    int rc = 0;
-    int64_t bytes = 0;
-    m->push = MPI_REQUEST_NULL;
-    if (m->served == 0) return 0; /* no pull, so no push */
-    for (int e = 0; e < m->E; e++) bytes += m->tab[e].n_req * m->tab[e].spec->dim * (int64_t)m->esz;
-    CAIRN_CHECK(grow(&m->buf, &m->buf_cap, (size_t)bytes + 1));
-    m->push_bytes = (int)bytes;
-    CAIRN_CHECK_MPI(MPI_Irecv(m->buf, (int)bytes + 1, MPI_BYTE, 0, TAG_EPUSH, m->comm, &m->push));
-cleanup:
-    return rc;
-}
-
 int emb_take_push(struct trainer *t, struct tensor *const *w, struct tensor *const *mm,
                   struct tensor *const *v, const struct optim_args *a)
 {
@@ -708,6 +734,12 @@ int emb_take_push(struct trainer *t, struct tensor *const *w, struct tensor *con
     int rc = 0;
     if (m->served == 0) return 0;
     CAIRN_CHECK(coll_wait_sized(1, &m->push, &m->push_bytes));
+    char *b = m->buf; /* the push received becomes the pending one */
+    size_t cap = m->buf_cap;
+    m->buf = m->inbuf;
+    m->buf_cap = m->inbuf_cap;
+    m->inbuf = b;
+    m->inbuf_cap = cap;
     m->pend.on = true;
     m->pend.a = *a;
     for (int e = 0; e < m->E; e++) {

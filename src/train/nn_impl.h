@@ -3,6 +3,9 @@
 #define CAT2(a, b) a##b
 #define CAT(a, b) CAT2(a, b)
 #define F(name) CAT(name, SUFFIX)
+#ifndef LOSS_KEEP
+#define LOSS_KEEP 64 /* classes whose exp the softmax keeps for its gradient */
+#endif
 
 static void F(gemm)(bool ta, bool tb, int64_t m, int64_t n, int64_t k, REAL alpha, const REAL *a,
                     int64_t lda, const REAL *b, int64_t ldb, REAL beta, REAL *c, int64_t ldc)
@@ -109,12 +112,17 @@ static double F(loss)(enum loss l, int64_t n, int64_t k, const REAL *z, const in
         int64_t want = labels ? labels[i] : F(argmax)(t + i * k, k);
         *correct += F(argmax)(zi, k) == want;
         if (l == LOSS_SOFTMAX_CE) {
-            double m = zi[0], s = 0;
+            double m = zi[0], s = 0, e[LOSS_KEEP];
             for (int64_t j = 1; j < k; j++) m = zi[j] > m ? zi[j] : m;
-            for (int64_t j = 0; j < k; j++) s += exp((double)zi[j] - m);
+            for (int64_t j = 0; j < k; j++) {
+                /* exp(0) is exactly 1; each value is kept, not computed twice */
+                double x = (double)zi[j] == m && isfinite(m) ? 1.0 : exp((double)zi[j] - m);
+                if (j < LOSS_KEEP) e[j] = x;
+                s += x;
+            }
             total += log(s) + m - (double)zi[want];
             for (int64_t j = 0; dz && j < k; j++) {
-                double p = exp((double)zi[j] - m) / s;
+                double p = (j < LOSS_KEEP ? e[j] : exp((double)zi[j] - m)) / s;
                 dz[i * k + j] = (REAL)((p - (j == want)) / (double)batch);
             }
         } else {

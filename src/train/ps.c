@@ -502,8 +502,7 @@ int train_op_ps_step(struct op_call *c)
         tm[e] = a.opt == OPT_SGD ? NULL : &c->out[S + i]->t;
         tv[e] = a.opt == OPT_ADAM ? &c->out[2 * S + i]->t : NULL;
     }
-    if (t->emb) CAIRN_CHECK(emb_serve(t, tw)); /* the readers' pulls */
-    if (t->emb) CAIRN_CHECK(emb_expect_push(t));
+    if (t->emb) CAIRN_CHECK(emb_serve(t, tw, true)); /* the readers' pulls; their push posted */
     CAIRN_CHECK(stream_updates(t, c, &a, req, left));
     if (t->emb) CAIRN_CHECK(emb_take_push(t, tw, tm, tv, &a));
     if (t->emb && t->rt->step == t->rt->steps_per_epoch) emb_settle(t); /* tasks after the steps see it all */

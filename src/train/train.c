@@ -479,11 +479,12 @@ int train_op_step(struct op_call *c)
     struct tensor *cursor = &c->in[0]->t;
     struct batch b = {0};
     int rc = 0;
-    /* the data first: reading it overlaps the shards' update of the last step */
+    /* the tables' ids first: the rest of the data is read while the shards serve them */
     CAIRN_CHECK(step_batch(t, cursor, &b));
-    CAIRN_CHECK(read_rows(t, t->spec->data_file, &b));
     CAIRN_CHECK(ps_pull(t)); /* before the tables' pulls: the shards wait for it to serve them */
-    if (emb_reader(t)) CAIRN_CHECK(emb_input(t, t->spec->data_file, &b));
+    if (emb_reader(t)) CAIRN_CHECK(emb_pull(t, t->spec->data_file, &b));
+    CAIRN_CHECK(read_rows(t, t->spec->data_file, &b)); /* while the shards serve the pulls */
+    if (emb_reader(t)) CAIRN_CHECK(emb_input(t, &b));
     CAIRN_CHECK(pipe_step(t, &b)); /* pushes the gradients as they are done */
     if (emb_reader(t)) CAIRN_CHECK(emb_push(t));
     CAIRN_CHECK(ps_push_finish(t));
@@ -520,7 +521,7 @@ int train_op_embed_serve(struct op_call *c)
     struct tensor *w[EMBED_MAX_TABLES];
     if (!t->emb) return 0;
     for (int e = 0; e < t->spec->n_tables; e++) w[e] = &c->in[e]->t;
-    for (int64_t i = 0; i < eval_rounds(t); i++) CAIRN_CHECK(emb_serve(t, w));
+    for (int64_t i = 0; i < eval_rounds(t); i++) CAIRN_CHECK(emb_serve(t, w, false));
 cleanup:
     return rc;
 }
@@ -547,8 +548,9 @@ int train_op_evaluate(struct op_call *c)
         b.idx = malloc((size_t)b.n * sizeof *b.idx);
         CAIRN_CHECK_ALLOC(b.idx);
         for (int64_t r = 0; r < b.n; r++) b.idx[r] = t->eval_first + at + r;
+        if (emb_reader(t)) CAIRN_CHECK(emb_pull(t, t->eval_file, &b));
         CAIRN_CHECK(read_rows(t, t->eval_file, &b));
-        if (emb_reader(t)) CAIRN_CHECK(emb_input(t, t->eval_file, &b));
+        if (emb_reader(t)) CAIRN_CHECK(emb_input(t, &b));
         if (two && t->member == 0) {
             double *g = realloc(sl, (size_t)(2 * (n_sl + b.n)) * sizeof *g);
             CAIRN_CHECK_ALLOC(g);
@@ -565,7 +567,8 @@ int train_op_evaluate(struct op_call *c)
     }
     for (int64_t i = hi - lo; emb_reader(t) && i < eval_rounds(t); i++) { /* the shards' rounds */
         b.n = 0;
-        CAIRN_CHECK(emb_input(t, t->eval_file, &b));
+        CAIRN_CHECK(emb_pull(t, t->eval_file, &b));
+        CAIRN_CHECK(emb_input(t, &b));
     }
     if (t->last) {
         if (hi - lo > INT_MAX / 2) CAIRN_FAIL(CAIRN_ERUNTIME, "too many evaluation batches");

@@ -169,9 +169,12 @@ bool emb_reader(const struct trainer *t);
  * first + n) (CAIRN_EINPUT naming the dataset and the first bad row). */
 int emb_check_data(struct trainer *t, const char *file, int64_t rows, int64_t first, int64_t n);
 /* Reader: one round of pulls (every reader and shard takes part, so a
- * reader with no samples passes b->n = 0): b->x [n, inputs] becomes
- * [n, inputs + the tables' dims], each sample's bags combined. */
-int emb_input(struct trainer *t, const char *file, struct batch *b);
+ * reader with no samples passes b->n = 0).  emb_pull reads the batch's
+ * ids and asks the shards for their rows; then emb_input waits for them:
+ * b->x [n, inputs], read in between, becomes [n, inputs + the tables'
+ * dims], each sample's bags combined. */
+int emb_pull(struct trainer *t, const char *file, const struct batch *b);
+int emb_input(struct trainer *t, struct batch *b);
 /* Reader: the rows' gradients of global micro-batch i (rows off .. off+n-1
  * of the batch) from its input gradient g [n, inputs + dims]. */
 int emb_backward(struct trainer *t, int64_t i, int64_t off, int64_t n, const void *g);
@@ -180,13 +183,12 @@ int emb_backward(struct trainer *t, int64_t i, int64_t off, int64_t n, const voi
 int emb_push(struct trainer *t);
 /* Shard: serve one round of pulls from the tables w (its rows of each),
  * applying the pending push (emb_take_push) on the way: first to the rows
- * asked for, then, after the replies are sent, to the rest. */
-int emb_serve(struct trainer *t, struct tensor *const *w);
-/* Shard, after a training round's emb_serve: post the receive of the sum
- * of the rows it served; then, emb_take_push: wait for it and keep it as
- * the pending update of those rows of w (m, v: the optimizer's state, or
- * NULL), with the step's arguments a. */
-int emb_expect_push(struct trainer *t);
+ * asked for, then, after the replies are sent, to the rest.  In a
+ * training round (push), the receive of the sum of the rows served is
+ * posted before the rest is updated; emb_take_push then waits for it and
+ * keeps it as the pending update of those rows of w (m, v: the
+ * optimizer's state, or NULL), with the step's arguments a. */
+int emb_serve(struct trainer *t, struct tensor *const *w, bool push);
 int emb_take_push(struct trainer *t, struct tensor *const *w, struct tensor *const *m,
                   struct tensor *const *v, const struct optim_args *a);
 /* Shard: apply the pending update now (before the tables are read whole:
