@@ -43,6 +43,9 @@ struct ckpt_view {
     MPI_Comm group_comm;     /* over the group (MPI_COMM_NULL on a spare) */
     int group_rank, group_size;
     struct tensor **tensors; /* this rank's tensor of each blob of its group, by blob id */
+    /* a save's file layout (checkpoint.stripe_count, stripe_size, align;
+     * job.h): MPI-IO striping hints, and where the datasets start */
+    int64_t stripe_count, stripe_size, align;
     /* optional: called at the fault points of a save (fault.h) */
     void (*fault)(void *arg, const char *point, int64_t epoch, const char *dir);
     void *fault_arg;
@@ -60,6 +63,7 @@ struct ckpt_io {
     double seconds;
     uint64_t bytes;
     char layout_change[256]; /* a read: "world 6 -> 4 ranks, ps 4 -> 2", "" if none */
+    bool unreserved;         /* a write, rank 0: the file system could not reserve its space */
 };
 
 /* The state-defining settings of a plan, one "key=value" per line: the

@@ -41,9 +41,16 @@ int fsx_is_regular(const char *path);
  * path and the cause. */
 int fsx_probe_create(const char *path);
 /* Give path (created if missing) at least `bytes` of allocated disk space,
- * so that writes below that size cannot fail for want of space.
- * Errors: CAIRN_EIO naming the path and the cause (ENOSPC, EDQUOT, ...). */
-int fsx_allocate(const char *path, int64_t bytes);
+ * so that writes below that size cannot fail for want of space.  A file
+ * system that cannot allocate ahead (no fallocate: NFS 3, some parallel
+ * ones) is no error: *unsupported is set and nothing is written, for the
+ * alternative, writing every block (posix_fallocate's emulation), would
+ * cost a whole write of the bytes.  Errors: CAIRN_EIO naming the path and
+ * the cause (ENOSPC, EDQUOT, ...). */
+int fsx_allocate(const char *path, int64_t bytes, bool *unsupported);
+/* Whether dir is on a file system that stripes files over servers
+ * (Lustre, GPFS, BeeGFS), where aligned writes pay. */
+bool fsx_striped(const char *dir);
 /* dir + "/" + name into out; CAIRN_EINPUT if it does not fit. */
 int fsx_join(char *out, size_t size, const char *dir, const char *name);
 

@@ -97,6 +97,9 @@ struct ckpt_spec {
     bool abort_on_failure; /* on_failure = "abort" */
     const char *upload_to; /* NULL: no upload */
     int64_t max_resumes;   /* the same checkpoint resumed more often in a row stops the job */
+    int64_t stripe_count;  /* a new file's stripes (MPI-IO hint); 0: the file system's default */
+    int64_t stripe_size;   /* their size in bytes (MPI-IO hint); 0: the file system's default */
+    int64_t align;         /* datasets start at multiples of it; 0: packed, -1: automatic */
 };
 
 struct slurm_spec {

@@ -1,5 +1,6 @@
-# Retention (keep), upload, loading blobs of a checkpoint into a job, and
-# the restart cap.
+# Retention (keep), upload, loading blobs of a checkpoint into a job, the
+# restart cap, and the file's layout: alignment, striping hints, a
+# replicated blob read once per group.
 . "$(dirname "$0")/../lib.sh"
 enter
 counter_data
@@ -84,3 +85,48 @@ expect_rc restart-cap/fresh-continues fresh4 0
 # a finished run is progress: rerunning a finished job is no restart loop
 for i in 6 7 8; do mpi "cap$i" 1 run "$JOBS/counter.cfg" --run-dir cap "${cap[@]}"; done
 expect_eq restart-cap/finished-reruns "$(cat cap6.rc cap7.rc cap8.rc | xargs)" "0 0 0"
+
+# ---- the file's layout ---------------------------------------------------------------
+# A group of 3 with a replicated 8 MB blob and a sharded 2.4 MB one.
+cat >lay.cfg <<'CFG'
+name = "lay";
+groups = ( { name = "g"; ranks = 3; } );
+init = ( { group = "g"; steps = (
+    { op = "fill"; out = "r"; shape = [1000, 1000]; dtype = "f64"; value = 0.5; },
+    { op = "fill"; out = "s"; shape = [3000, 100]; dtype = "f64"; value = 2.0; dist = "sharded"; } ); } );
+epoch = ( { group = "g"; steps = ( { op = "scale"; in = "r"; out = "r"; factor = 3.0; },
+                                   { op = "scale"; in = "s"; out = "s"; factor = 0.5; } ); } );
+stop = { max_epochs = 2; };
+CFG
+# align: every dataset of 64 KiB and more starts at a multiple of it
+offsets() { py 'import h5py, sys
+with h5py.File(sys.argv[1], "r") as f:
+    print(" ".join(str(f[k].id.get_offset() % int(sys.argv[2])) for k in ("groups/g/r", "groups/g/s")))' "$@"; }
+mpi lay-a 3 run lay.cfg --run-dir lay-a --set checkpoint.align=65536
+expect_rc layout/align/exit lay-a 0
+expect_eq layout/align/offsets "$(offsets lay-a/ckpt/ckpt-e000002.h5 65536)" "0 0"
+# the default on a local file system packs them (no stripes to align to)
+mpi lay 3 run lay.cfg --run-dir lay
+expect_rc layout/packed/exit lay 0
+[ "$(offsets lay/ckpt/ckpt-e000002.h5 65536)" != "0 0" ] && pass layout/packed/offsets ||
+    fail layout/packed/offsets "aligned without being asked to"
+expect_eq layout/align/same-data "$(h5cmp lay/ckpt/ckpt-e000002.h5 lay-a/ckpt/ckpt-e000002.h5 /groups)" same
+# striping hints are passed to MPI-IO (a local file system ignores them)
+mpi lay-s 3 run lay.cfg --run-dir lay-s --set checkpoint.stripe_count=4 --set checkpoint.stripe_size=1048576
+expect_rc layout/stripes/exit lay-s 0
+expect_eq layout/stripes/same-data "$(h5cmp lay/ckpt/ckpt-e000002.h5 lay-s/ckpt/ckpt-e000002.h5 /groups)" same
+# a load reads the replicated blob once for the group (rank 0 broadcasts
+# it): 8 MB + 2.4 MB from the file, not 3 x 8 MB + 2.4 MB; the resumed run
+# ends as the uninterrupted one
+mpi lay-r 3 run lay.cfg --run-dir lay --resume=1
+expect_rc layout/once/exit lay-r 0
+expect_eq layout/once/bytes "$(metric lay/metrics.jsonl ckpt_load bytes)" 10400000
+expect_eq layout/once/same "$(h5cmp lay-a/ckpt/ckpt-e000002.h5 lay/ckpt/ckpt-e000002.h5 /groups)" same
+# bad values: FILE:LINE, exit 2
+for bad in "align=1000:'align' must be 0 \\(packed\\), -1 \\(automatic\\) or a power of two, not 1000" \
+    "stripe_size=1000:'stripe_size' must be a multiple of 65536 \\(64 KiB\\), not 1000" \
+    "stripe_count=-1:'stripe_count' must be"; do
+    mpi "lay-bad-${bad%%=*}" 1 check lay.cfg --set "checkpoint.${bad%%:*}"
+    expect_rc "layout/bad/${bad%%=*}/exit" "lay-bad-${bad%%=*}" 2
+    expect_grep "layout/bad/${bad%%=*}/says" "lay-bad-${bad%%=*}.err" "${bad#*:}"
+done

@@ -7,7 +7,8 @@
  * CALL is open, write, fsync, close, rename, truncate or allocate; MATCH the
  * end of the file's path; N the call to fail, counted per process
  * over calls of that kind on matching files ("3": the third only, "3+":
- * the third and every later one); ERRNO is EIO (default) or ENOSPC.  A
+ * the third and every later one); ERRNO is EIO (default), ENOSPC or
+ * EOPNOTSUPP (a file system without fallocate, for allocate).  A
  * failed close still closes (as Linux does).  Every injected failure is
  * reported on stderr, so a test can tell that it happened.  Processes
  * without an MPI rank in their environment (mpirun itself) are left
@@ -63,14 +64,15 @@ static void setup(void)
     s.nth = strtol(nth, &end, 10);
     s.onwards = *end == '+';
     if (c == N_CALLS || s.nth < 1 || (*end && strcmp(end, "+") != 0)) goto bad;
-    s.err = strcmp(err, "ENOSPC") == 0 ? ENOSPC : strcmp(err, "EIO") == 0 ? EIO : 0;
+    s.err = strcmp(err, "ENOSPC") == 0 ? ENOSPC : strcmp(err, "EIO") == 0 ? EIO
+          : strcmp(err, "EOPNOTSUPP") == 0 ? EOPNOTSUPP : 0;
     if (!s.err) goto bad;
     s.call = (enum call)c;
     s.rank = atoi(rank);
     s.on = !who || strcmp(who, "all") == 0 || atoi(who) == s.rank;
     return;
 bad:
-    fprintf(stderr, "eio.so: CAIRN_EIO='%s' is not CALL:MATCH:N[+][:EIO|ENOSPC]\n", spec);
+    fprintf(stderr, "eio.so: CAIRN_EIO='%s' is not CALL:MATCH:N[+][:EIO|ENOSPC|EOPNOTSUPP]\n", spec);
     _exit(99);
 }
 
@@ -82,7 +84,7 @@ static bool hit(enum call call, const char *path)
     long k = ++s.count;
     if (k != s.nth && !(s.onwards && k > s.nth)) return false;
     fprintf(stderr, "eio.so: rank %d: %s #%ld of %s fails with %s\n", s.rank, call_names[call], k,
-            path, s.err == EIO ? "EIO" : "ENOSPC");
+            path, s.err == EIO ? "EIO" : s.err == ENOSPC ? "ENOSPC" : "EOPNOTSUPP");
     errno = s.err;
     return true;
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 int fsx_join(char *out, size_t size, const char *dir, const char *name)
@@ -217,18 +218,30 @@ int fsx_is_regular(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-int fsx_allocate(const char *path, int64_t bytes)
+int fsx_allocate(const char *path, int64_t bytes, bool *unsupported)
 {
     int rc = 0, fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    *unsupported = false;
     CAIRN_CHECK_ERRNO(fd >= 0, CAIRN_EIO, "cannot create %s", path);
-    int e = bytes > 0 ? posix_fallocate(fd, 0, (off_t)bytes) : 0;
-    if (e) {
-        errno = e; /* posix_fallocate returns the error instead of setting errno */
-        CAIRN_CHECK_ERRNO(0, CAIRN_EIO, "cannot reserve %lld bytes for %s", (long long)bytes, path);
+    if (bytes > 0 && fallocate(fd, 0, 0, (off_t)bytes) != 0) {
+        *unsupported = errno == EOPNOTSUPP || errno == ENOSYS;
+        CAIRN_CHECK_ERRNO(*unsupported, CAIRN_EIO, "cannot reserve %lld bytes for %s", (long long)bytes, path);
     }
 cleanup:
     if (fd >= 0) close(fd);
     return rc;
+}
+
+bool fsx_striped(const char *dir)
+{
+    /* the file systems' magic numbers, as statfs(2) reports them */
+    static const unsigned long striped[] = {0x0bd00bd0 /* Lustre */, 0x47504653 /* GPFS */,
+                                            0x19830326 /* BeeGFS */};
+    struct statfs s;
+    if (statfs(dir, &s) != 0) return false;
+    for (size_t i = 0; i < sizeof striped / sizeof striped[0]; i++)
+        if ((unsigned long)s.f_type == striped[i]) return true;
+    return false;
 }
 
 int fsx_probe_create(const char *path)

@@ -831,17 +831,53 @@ cleanup:
     return rc;
 }
 
-static hid_t mpio_fapl(MPI_Comm world)
+/* Datasets of this size and more start at multiples of the alignment. */
+#define ALIGN_THRESHOLD ((hsize_t)64 << 10)
+/* The automatic alignment on a striped file system with its default stripes. */
+#define ALIGN_STRIPED ((int64_t)1 << 20)
+
+/* The alignment a save of path uses (checkpoint.align: -1 automatic). */
+static int64_t align_of(const struct ckpt_view *v, const char *path)
 {
+    if (v->align >= 0) return v->align;
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = '\0';
+    if (!fsx_striped(slash ? dir : ".")) return 0;
+    return v->stripe_size > 0 ? v->stripe_size : ALIGN_STRIPED;
+}
+
+/* File access over MPI-IO.  Metadata is written collectively (MPI-IO's
+ * aggregators write it, not every rank).  It is still read by every rank:
+ * HDF5 1.10.5 to 1.10.8 ignore the file-wide collective-read setting
+ * (fixed in 1.10.9), and per-call settings mixed with independent reads
+ * risk its metadata cache.  A file being created (path) gets the striping
+ * hints and the alignment. */
+static hid_t mpio_fapl(const struct ckpt_view *v, const char *path)
+{
+    int rc = 0;
+    char num[32];
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl < 0) return fapl;
-    if (H5Pset_fapl_mpio(fapl, world, MPI_INFO_NULL) < 0 ||
-        /* v2 object headers carry HDF5's own metadata checksums */
-        H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST) < 0) {
-        H5Pclose(fapl);
-        return H5I_INVALID_HID;
+    MPI_Info info = MPI_INFO_NULL;
+    CAIRN_CHECK_H5(fapl);
+    if (path && (v->stripe_count > 0 || v->stripe_size > 0)) {
+        CAIRN_CHECK_MPI(MPI_Info_create(&info));
+        snprintf(num, sizeof num, "%lld", (long long)v->stripe_count);
+        if (v->stripe_count > 0) CAIRN_CHECK_MPI(MPI_Info_set(info, "striping_factor", num));
+        snprintf(num, sizeof num, "%lld", (long long)v->stripe_size);
+        if (v->stripe_size > 0) CAIRN_CHECK_MPI(MPI_Info_set(info, "striping_unit", num));
     }
-    return fapl;
+    int64_t align = path ? align_of(v, path) : 0;
+    CAIRN_CHECK_H5(H5Pset_fapl_mpio(fapl, v->comm, info));
+    /* v2 object headers carry HDF5's own metadata checksums */
+    CAIRN_CHECK_H5(H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST));
+    CAIRN_CHECK_H5(H5Pset_coll_metadata_write(fapl, true));
+    if (align > 0) CAIRN_CHECK_H5(H5Pset_alignment(fapl, ALIGN_THRESHOLD, (hsize_t)align));
+cleanup:
+    if (info != MPI_INFO_NULL) MPI_Info_free(&info);
+    if (rc && fapl >= 0) H5Pclose(fapl);
+    return rc ? H5I_INVALID_HID : fapl;
 }
 
 /* ---- disk space ------------------------------------------------------------------
@@ -877,14 +913,15 @@ static int64_t data_bytes(const struct desc *ds, int n)
     return b;
 }
 
-/* Rank 0, step 2: the reserve gives way to the file itself. */
-static int allocate_file(hid_t f, const char *path, const char *reserve, int64_t meta)
+/* Rank 0, step 2: the reserve gives way to the file itself (neither is
+ * allocated where the file system cannot: io->unreserved). */
+static int allocate_file(hid_t f, const char *path, const char *reserve, int64_t meta, struct ckpt_io *io)
 {
     int rc = 0;
     hsize_t size = 0;
     CAIRN_CHECK_H5(H5Fget_filesize(f, &size));
     CAIRN_CHECK_ERRNO(truncate(reserve, (off_t)meta) == 0, CAIRN_EIO, "cannot shrink %s", reserve);
-    CAIRN_CHECK(fsx_allocate(path, (int64_t)size));
+    if (!io->unreserved) CAIRN_CHECK(fsx_allocate(path, (int64_t)size, &io->unreserved));
 cleanup:
     unlink(reserve);
     return rc;
@@ -910,7 +947,7 @@ static int write_all(const struct ckpt_view *v, hid_t f, const char *path, const
     CAIRN_CHECK(write_root_attrs(v, f, c));
     CAIRN_CHECK(create_datasets(v->plan, f, ds, n, dsets));
     ckpt_fault(v, "allocate", c->meta.epoch, dir);
-    CAIRN_CHECK(coll_agree(v->comm, root ? allocate_file(f, path, reserve, metadata_bound(c)) : 0));
+    CAIRN_CHECK(coll_agree(v->comm, root ? allocate_file(f, path, reserve, metadata_bound(c), io) : 0));
     dxpl = H5Pcreate(H5P_DATASET_XFER);
     CAIRN_CHECK_H5(dxpl);
     CAIRN_CHECK_H5(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE));
@@ -935,12 +972,12 @@ cleanup:
 }
 
 /* Rank 0, step 1. */
-static int reserve_space(const char *path, int64_t bytes)
+static int reserve_space(const char *path, int64_t bytes, struct ckpt_io *io)
 {
     char reserve[4200];
     snprintf(reserve, sizeof reserve, "%s.reserve", path);
     errno = 0;
-    int rc = fsx_allocate(reserve, bytes); /* the caller removes the reserve */
+    int rc = fsx_allocate(reserve, bytes, &io->unreserved); /* the caller removes the reserve */
     if (rc && (errno == ENOSPC || errno == EDQUOT)) /* other causes speak for themselves */
         cairn_err_wrap(rc, "no room for a checkpoint of %lld bytes: ", (long long)bytes);
     return rc;
@@ -964,12 +1001,12 @@ int ckpt_file_write(const struct ckpt_view *v, const char *path, const struct ck
     CAIRN_CHECK(coll_agree(v->comm, rc));
     CAIRN_CHECK(describe(v, ds));
     int64_t need = data_bytes(ds, n) + metadata_bound(&c);
-    CAIRN_CHECK(coll_agree(v->comm, root ? reserve_space(path, need) : 0));
+    CAIRN_CHECK(coll_agree(v->comm, root ? reserve_space(path, need, io) : 0));
     /* an MPI-IO open that fails on some ranks only would split them:
      * rank 0 makes the file, then every other rank opens it */
     CAIRN_CHECK(coll_agree(v->comm, root ? fsx_open_write(path, true) : 0));
     CAIRN_CHECK(coll_agree(v->comm, root ? 0 : fsx_open_write(path, false)));
-    fapl = mpio_fapl(v->comm);
+    fapl = mpio_fapl(v, path);
     CAIRN_CHECK_H5(fapl);
     h5_mpio_before_open(v->comm, path);
     iodefer_begin(path);
@@ -1032,6 +1069,8 @@ static int plan_read(const struct ckpt_view *v, const struct entry *e, struct de
     d->mine = v->group == d->group;
     d->row0 = 0;
     d->rows = d->file.ndim ? d->file.d[0] : 1;
+    if (d->mine && d->dist == DIST_REPLICATED && v->group_size > 1)
+        d->mine = v->group_rank == 0; /* it reads for the group: share_replicated */
     if (d->mine && d->dist == DIST_SHARDED) {
         int64_t hi;
         block_range(d->file.d[0], v->group_size, v->group_rank, &d->row0, &hi);
@@ -1041,6 +1080,19 @@ static int plan_read(const struct ckpt_view *v, const struct entry *e, struct de
         d->rows = 1;
     }
     return 0;
+}
+
+/* The shape of my tensor of blob d. */
+static struct shape part_shape(const struct desc *d)
+{
+    struct shape s = d->file;
+    if (d->dist == DIST_LOCAL) { /* drop the ranks dimension (checked: there is one) */
+        s.ndim--;
+        memmove(s.d, s.d + 1, sizeof(int64_t) * (size_t)s.ndim);
+    } else if (s.ndim) {
+        s.d[0] = d->rows;
+    }
+    return s;
 }
 
 /* My part of blob d into its tensor (independent transfer: a
@@ -1054,13 +1106,7 @@ static int read_part(const struct ckpt_view *v, hid_t f, const struct entry *e, 
     hid_t dset = H5I_INVALID_HID, fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
     if (!d->mine) return 0;
     struct tensor *t = v->tensors[d->blob];
-    struct shape s = d->file;
-    if (d->dist == DIST_LOCAL) { /* drop the ranks dimension (checked: there is one) */
-        s.ndim--;
-        memmove(s.d, s.d + 1, sizeof(int64_t) * (size_t)s.ndim);
-    } else if (s.ndim) {
-        s.d[0] = d->rows;
-    }
+    struct shape s = part_shape(d);
     CAIRN_CHECK(tensor_resize(t, d->dtype, &s));
     snprintf(path, sizeof path, "/groups/%s/%s", e->group, e->blob);
     dset = H5Dopen2(f, path, H5P_DEFAULT);
@@ -1093,6 +1139,26 @@ cleanup:
     if (mspace >= 0) H5Sclose(mspace);
     if (fspace >= 0) H5Sclose(fspace);
     if (dset >= 0) H5Dclose(dset);
+    return rc;
+}
+
+/* Collective on the group that holds replicated blob d (every rank of it,
+ * also one that failed before: rc): group rank 0 read it, the others
+ * receive it.  The group agrees on rc first. */
+static int share_replicated(const struct ckpt_view *v, struct desc *d, int rc)
+{
+    struct tensor *t = v->tensors[d->blob];
+    struct shape s = part_shape(d);
+    if (rc == 0 && v->group_rank != 0) rc = tensor_resize(t, d->dtype, &s);
+    rc = coll_agree(v->group_comm, rc);
+    char *p = rc ? NULL : t->data;
+    for (size_t left = rc ? 0 : tensor_bytes(t); left > 0;) { /* counts are ints: 1 GiB at a time */
+        int n = left < ((size_t)1 << 30) ? (int)left : 1 << 30;
+        int e = MPI_Bcast(p, n, MPI_BYTE, 0, v->group_comm);
+        if (e != MPI_SUCCESS) return cairn_err_mpi(e, __FILE__, __LINE__, "MPI_Bcast");
+        p += n;
+        left -= (size_t)n;
+    }
     return rc;
 }
 
@@ -1143,7 +1209,7 @@ int ckpt_file_read(const struct ckpt_view *v, const char *path, struct ckpt_meta
     h5_quiet();
     CAIRN_CHECK_ALLOC(ds);
     CAIRN_CHECK(ckpt_settings(v->plan, &ours));
-    fapl = mpio_fapl(v->comm);
+    fapl = mpio_fapl(v, NULL);
     CAIRN_CHECK_H5(fapl);
     h5_mpio_before_open(v->comm, path);
     CAIRN_CHECK(open_checked(path, fapl, &f, &c));
@@ -1156,11 +1222,15 @@ int ckpt_file_read(const struct ckpt_view *v, const char *path, struct ckpt_meta
             if (v->plan->groups[g].blobs[b].persistent)
                 ds[k++] = (struct desc){.group = g, .blob = b,
                                         .dist = v->plan->groups[g].blobs[b].type.dist};
-    for (int i = 0; i < n && data_rc == 0; i++) {
-        data_rc = plan_read(v, &c.v[i], &ds[i]);
+    /* every rank goes through every blob: a group shares its replicated
+     * ones (share_replicated) even after a failure, which it agrees on */
+    for (int i = 0; i < n; i++) {
+        if (data_rc == 0) data_rc = plan_read(v, &c.v[i], &ds[i]);
         if (data_rc == 0) data_rc = read_part(v, f, &c.v[i], &ds[i]);
         if (data_rc == 0 && ds[i].mine)
             io->bytes += (uint64_t)(ds[i].rows * row_elems(&ds[i].file)) * dtype_size(ds[i].dtype);
+        if (v->group == ds[i].group && ds[i].dist == DIST_REPLICATED && v->group_size > 1)
+            data_rc = share_replicated(v, &ds[i], data_rc);
     }
     rc = coll_agree(v->comm, data_rc);
     if (rc == 0) rc = verify_sums(v, &c, ds, n);

@@ -40,6 +40,7 @@ struct ckpt_mgr {
     double rate; /* bytes per second of this run's last save (every rank), 0: none yet */
     double bytes; /* the file being saved, about (every rank) */
     bool kill_wait_said;
+    bool unreserved_said;
 };
 
 static bool is_root(const struct ckpt_mgr *c) { return c->rt->layout->rank == 0; }
@@ -72,7 +73,8 @@ static int make_view(const struct ckpt_mgr *c, struct ckpt_view *v, struct tenso
     *v = (struct ckpt_view){.plan = rt->plan, .comm = l->world, .rank = l->rank, .group = l->gid,
                             .group_comm = l->gid >= 0 ? l->lanes[0] : MPI_COMM_NULL,
                             .group_rank = l->grank, .group_size = l->gsize, .tensors = *tensors,
-                            .fault = fault_hook, .fault_arg = (void *)rt};
+                            .stripe_count = c->spec->stripe_count, .stripe_size = c->spec->stripe_size,
+                            .align = c->spec->align, .fault = fault_hook, .fault_arg = (void *)rt};
     return *tensors ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
 }
 
@@ -125,6 +127,12 @@ static int file_write(struct ckpt_mgr *c, const char *path, const struct ckpt_me
     rc = coll_agree(world(c), make_view(c, &v, &t));
     if (rc == 0) rc = ckpt_file_write(&v, path, m, io);
     watchdog_progress(watchdog_main(c->rt->watchdog));
+    if (io->unreserved && !c->unreserved_said) { /* rank 0's finding */
+        c->unreserved_said = true;
+        runlog_line(c->rt->log, "note: the file system of %s cannot reserve space ahead (no fallocate): "
+                                "checkpoints are written without a reservation, so a disk that fills "
+                                "during a save is caught by the watchdog, not before the save", c->dir);
+    }
     if (rc == 0 && clock_now() > t0) c->rate = all / (clock_now() - t0);
     free(t);
     return rc;
