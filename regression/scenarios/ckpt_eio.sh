@@ -106,6 +106,13 @@ expect_rc noalloc/exit noalloc 0
 expect_count noalloc/said noalloc.out "note: the file system of .*noalloc/ckpt cannot reserve space ahead \(no fallocate\)" 1
 expect_eq noalloc/total "$(metric noalloc/metrics.jsonl log result)" 145
 intact noalloc noalloc "0 1 2 3 4"
+# the reserve allocated, the file itself not (its own allocation unsupported)
+eio noalloc2 2 all "allocate:h5.tmp:1+:EOPNOTSUPP" run c.cfg --run-dir noalloc2 --set groups.0.ranks=2
+injected noalloc2 noalloc2
+expect_rc noalloc2/exit noalloc2 0
+expect_count noalloc2/said noalloc2.out "note: the file system of .*noalloc2/ckpt cannot reserve space ahead \(no fallocate\)" 1
+expect_eq noalloc2/total "$(metric noalloc2/metrics.jsonl log result)" 145
+intact noalloc2 noalloc2 "0 1 2 3 4"
 # the commit (rank 0): the rename, then the index (epoch 2's is its third)
 hit rename/rank0 2 0 "rename:$TMP:1" "cannot rename .*$TMP: Input/output error"
 hit index-write/rank0 2 0 "write:index.tmp:3" "cannot write .*index.tmp: Input/output error"

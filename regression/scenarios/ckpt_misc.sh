@@ -108,20 +108,23 @@ expect_eq layout/align/offsets "$(offsets lay-a/ckpt/ckpt-e000002.h5 65536)" "0 
 # the default on a local file system packs them (no stripes to align to)
 mpi lay 3 run lay.cfg --run-dir lay
 expect_rc layout/packed/exit lay 0
-[ "$(offsets lay/ckpt/ckpt-e000002.h5 65536)" != "0 0" ] && pass layout/packed/offsets ||
-    fail layout/packed/offsets "aligned without being asked to"
+got=$(offsets lay/ckpt/ckpt-e000002.h5 65536)
+[[ $got =~ ^[0-9]+\ [0-9]+$ ]] && [ "$got" != "0 0" ] && pass layout/packed/offsets ||
+    fail layout/packed/offsets "offsets modulo 65536: '$got'"
 expect_eq layout/align/same-data "$(h5cmp lay/ckpt/ckpt-e000002.h5 lay-a/ckpt/ckpt-e000002.h5 /groups)" same
-# striping hints are passed to MPI-IO (a local file system ignores them)
+# striping hints are passed to MPI-IO, which creates the file with them
+# (a local file system ignores them)
 mpi lay-s 3 run lay.cfg --run-dir lay-s --set checkpoint.stripe_count=4 --set checkpoint.stripe_size=1048576
 expect_rc layout/stripes/exit lay-s 0
 expect_eq layout/stripes/same-data "$(h5cmp lay/ckpt/ckpt-e000002.h5 lay-s/ckpt/ckpt-e000002.h5 /groups)" same
 # a load reads the replicated blob once for the group (rank 0 broadcasts
 # it): 8 MB + 2.4 MB from the file, not 3 x 8 MB + 2.4 MB; the resumed run
 # ends as the uninterrupted one
+mv lay/ckpt/ckpt-e000002.h5 lay-e2.h5 # the resumed run writes it anew
 mpi lay-r 3 run lay.cfg --run-dir lay --resume=1
 expect_rc layout/once/exit lay-r 0
 expect_eq layout/once/bytes "$(metric lay/metrics.jsonl ckpt_load bytes)" 10400000
-expect_eq layout/once/same "$(h5cmp lay-a/ckpt/ckpt-e000002.h5 lay/ckpt/ckpt-e000002.h5 /groups)" same
+expect_eq layout/once/same "$(h5cmp lay-e2.h5 lay/ckpt/ckpt-e000002.h5 /groups)" same
 # bad values: FILE:LINE, exit 2
 for bad in "align=1000:'align' must be 0 \\(packed\\), -1 \\(automatic\\) or a power of two, not 1000" \
     "stripe_size=1000:'stripe_size' must be a multiple of 65536 \\(64 KiB\\), not 1000" \

@@ -836,7 +836,8 @@ cleanup:
 /* The automatic alignment on a striped file system with its default stripes. */
 #define ALIGN_STRIPED ((int64_t)1 << 20)
 
-/* The alignment a save of path uses (checkpoint.align: -1 automatic). */
+/* The alignment a save of path uses (checkpoint.align: -1 automatic).
+ * Rank 0's answer, for every rank: HDF5 needs the same on all. */
 static int64_t align_of(const struct ckpt_view *v, const char *path)
 {
     if (v->align >= 0) return v->align;
@@ -848,27 +849,54 @@ static int64_t align_of(const struct ckpt_view *v, const char *path)
     return v->stripe_size > 0 ? v->stripe_size : ALIGN_STRIPED;
 }
 
-/* File access over MPI-IO.  Metadata is written collectively (MPI-IO's
- * aggregators write it, not every rank).  It is still read by every rank:
- * HDF5 1.10.5 to 1.10.8 ignore the file-wide collective-read setting
- * (fixed in 1.10.9), and per-call settings mixed with independent reads
- * risk its metadata cache.  A file being created (path) gets the striping
- * hints and the alignment. */
-static hid_t mpio_fapl(const struct ckpt_view *v, const char *path)
+/* The striping hints (MPI_INFO_NULL when none are set). */
+static int stripe_info(const struct ckpt_view *v, MPI_Info *info)
 {
     int rc = 0;
     char num[32];
+    *info = MPI_INFO_NULL;
+    if (v->stripe_count <= 0 && v->stripe_size <= 0) return 0;
+    CAIRN_CHECK_MPI(MPI_Info_create(info));
+    snprintf(num, sizeof num, "%lld", (long long)v->stripe_count);
+    if (v->stripe_count > 0) CAIRN_CHECK_MPI(MPI_Info_set(*info, "striping_factor", num));
+    snprintf(num, sizeof num, "%lld", (long long)v->stripe_size);
+    if (v->stripe_size > 0) CAIRN_CHECK_MPI(MPI_Info_set(*info, "striping_unit", num));
+cleanup:
+    return rc;
+}
+
+/* Rank 0: create the file.  A file's stripes are fixed when it is created,
+ * so with striping hints MPI-IO creates it (alone), not open(2). */
+static int create_file(const struct ckpt_view *v, const char *path)
+{
+    MPI_Info info;
+    MPI_File fh;
+    int rc = stripe_info(v, &info);
+    if (rc || info == MPI_INFO_NULL) return rc ? rc : fsx_open_write(path, true);
+    int e = MPI_File_open(MPI_COMM_SELF, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, info, &fh);
+    if (e == MPI_SUCCESS) e = MPI_File_close(&fh);
+    MPI_Info_free(&info);
+    if (e != MPI_SUCCESS) {
+        cairn_err_mpi(e, __FILE__, __LINE__, "MPI_File_open");
+        return cairn_err_set(CAIRN_EIO, __FILE__, __LINE__, "cannot create %s with striping hints: %s", path,
+                             cairn_errmsg());
+    }
+    return 0;
+}
+
+/* File access over MPI-IO.  Metadata is written collectively (MPI-IO's
+ * aggregators write it, not every rank).  It is still read by every rank:
+ * HDF5 1.10.5 to 1.10.8 ignore the file-wide collective-read setting
+ * (fixed in 1.10.9), and read_part opens datasets on the ranks that read
+ * them only.  A file being written gets the striping hints and the
+ * alignment (align: the same on every rank). */
+static hid_t mpio_fapl(const struct ckpt_view *v, bool create, int64_t align)
+{
+    int rc = 0;
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     MPI_Info info = MPI_INFO_NULL;
     CAIRN_CHECK_H5(fapl);
-    if (path && (v->stripe_count > 0 || v->stripe_size > 0)) {
-        CAIRN_CHECK_MPI(MPI_Info_create(&info));
-        snprintf(num, sizeof num, "%lld", (long long)v->stripe_count);
-        if (v->stripe_count > 0) CAIRN_CHECK_MPI(MPI_Info_set(info, "striping_factor", num));
-        snprintf(num, sizeof num, "%lld", (long long)v->stripe_size);
-        if (v->stripe_size > 0) CAIRN_CHECK_MPI(MPI_Info_set(info, "striping_unit", num));
-    }
-    int64_t align = path ? align_of(v, path) : 0;
+    if (create) CAIRN_CHECK(stripe_info(v, &info));
     CAIRN_CHECK_H5(H5Pset_fapl_mpio(fapl, v->comm, info));
     /* v2 object headers carry HDF5's own metadata checksums */
     CAIRN_CHECK_H5(H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST));
@@ -920,8 +948,10 @@ static int allocate_file(hid_t f, const char *path, const char *reserve, int64_t
     int rc = 0;
     hsize_t size = 0;
     CAIRN_CHECK_H5(H5Fget_filesize(f, &size));
-    CAIRN_CHECK_ERRNO(truncate(reserve, (off_t)meta) == 0, CAIRN_EIO, "cannot shrink %s", reserve);
-    if (!io->unreserved) CAIRN_CHECK(fsx_allocate(path, (int64_t)size, &io->unreserved));
+    if (!io->unreserved) {
+        CAIRN_CHECK_ERRNO(truncate(reserve, (off_t)meta) == 0, CAIRN_EIO, "cannot shrink %s", reserve);
+        CAIRN_CHECK(fsx_allocate(path, (int64_t)size, &io->unreserved));
+    }
 cleanup:
     unlink(reserve);
     return rc;
@@ -1000,13 +1030,16 @@ int ckpt_file_write(const struct ckpt_view *v, const char *path, const struct ck
     if (rc == 0) rc = our_contents(v, strbuf_str(&settings), m, &c);
     CAIRN_CHECK(coll_agree(v->comm, rc));
     CAIRN_CHECK(describe(v, ds));
-    int64_t need = data_bytes(ds, n) + metadata_bound(&c);
+    int64_t align = root ? align_of(v, path) : 0;
+    CAIRN_CHECK_MPI(MPI_Bcast(&align, 1, MPI_INT64_T, 0, v->comm));
+    /* the data, the metadata, and the padding alignment may put before each dataset */
+    int64_t need = data_bytes(ds, n) + metadata_bound(&c) + (align > 1 ? n * (align - 1) : 0);
     CAIRN_CHECK(coll_agree(v->comm, root ? reserve_space(path, need, io) : 0));
     /* an MPI-IO open that fails on some ranks only would split them:
      * rank 0 makes the file, then every other rank opens it */
-    CAIRN_CHECK(coll_agree(v->comm, root ? fsx_open_write(path, true) : 0));
+    CAIRN_CHECK(coll_agree(v->comm, root ? create_file(v, path) : 0));
     CAIRN_CHECK(coll_agree(v->comm, root ? 0 : fsx_open_write(path, false)));
-    fapl = mpio_fapl(v, path);
+    fapl = mpio_fapl(v, true, align);
     CAIRN_CHECK_H5(fapl);
     h5_mpio_before_open(v->comm, path);
     iodefer_begin(path);
@@ -1209,12 +1242,13 @@ int ckpt_file_read(const struct ckpt_view *v, const char *path, struct ckpt_meta
     h5_quiet();
     CAIRN_CHECK_ALLOC(ds);
     CAIRN_CHECK(ckpt_settings(v->plan, &ours));
-    fapl = mpio_fapl(v, NULL);
+    fapl = mpio_fapl(v, false, 0);
     CAIRN_CHECK_H5(fapl);
     h5_mpio_before_open(v->comm, path);
-    CAIRN_CHECK(open_checked(path, fapl, &f, &c));
-    CAIRN_CHECK(check_settings(&c, path, strbuf_str(&ours)));
-    if (c.n != n) CAIRN_FAIL(CAIRN_ERUNTIME, "%s: %d blobs, the plan has %d", path, c.n, n);
+    rc = open_checked(path, fapl, &f, &c);
+    if (rc == 0) rc = check_settings(&c, path, strbuf_str(&ours));
+    if (rc == 0 && c.n != n) rc = cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__, "%s: %d blobs, the plan has %d", path, c.n, n);
+    CAIRN_CHECK(coll_agree(v->comm, rc)); /* leave together: the loop below has group collectives */
     *m = c.meta;
     layout_change(&c, v->plan, io->layout_change, sizeof io->layout_change);
     for (int g = 0, k = 0; g < v->plan->n_groups; g++)

@@ -662,9 +662,9 @@ static void parse_checkpoint(struct cfg *c, const config_setting_t *root)
     static const char *const keys[] = {"dir",    "every",       "keep",         "on_failure", "upload",
                                        "max_resumes", "stripe_count", "stripe_size", "align", NULL};
     cfg_keys(c, s, "checkpoint", keys);
-    k->stripe_count = cfg_int(c, s, "stripe_count", false, 0, 0, 65535);
+    k->stripe_count = cfg_int(c, s, "stripe_count", false, 0, 0, 2000); /* Lustre's most */
     k->stripe_size = cfg_int(c, s, "stripe_size", false, 0, 0, INT64_C(1) << 30);
-    k->align = cfg_int(c, s, "align", false, -1, -1, INT64_C(1) << 30);
+    k->align = cfg_int(c, s, "align", false, -1, -1, INT64_C(64) << 20);
     if (k->stripe_size % 65536)
         cfg_err(c, config_setting_get_member(s, "stripe_size"),
                 "'stripe_size' must be a multiple of 65536 (64 KiB), not %lld", (long long)k->stripe_size);

@@ -131,7 +131,8 @@ static int file_write(struct ckpt_mgr *c, const char *path, const struct ckpt_me
         c->unreserved_said = true;
         runlog_line(c->rt->log, "note: the file system of %s cannot reserve space ahead (no fallocate): "
                                 "checkpoints are written without a reservation, so a disk that fills "
-                                "during a save is caught by the watchdog, not before the save", c->dir);
+                                "fails a save after its writes, not before them (checkpoint.on_failure)",
+                    c->dir);
     }
     if (rc == 0 && clock_now() > t0) c->rate = all / (clock_now() - t0);
     free(t);
