@@ -99,20 +99,18 @@ hit resize/all 2 all "truncate:$TMP:1+" "cannot write .*$TMP: MPI_File_set_size:
 hit reserve/rank0 2 0 "allocate:$TMP:1+:ENOSPC" "cannot reserve [0-9]+ bytes for .*$TMP: No space left on device"
 # a file system without fallocate (NFS 3, some parallel ones): no
 # reservation, said once, and never the block-by-block emulation (one
-# write of every byte); the checkpoints are whole and the total right
-eio noalloc 2 all "allocate:reserve:1+:EOPNOTSUPP" run c.cfg --run-dir noalloc --set groups.0.ranks=2
-injected noalloc noalloc
-expect_rc noalloc/exit noalloc 0
-expect_count noalloc/said noalloc.out "note: the file system of .*noalloc/ckpt cannot reserve space ahead \(no fallocate\)" 1
-expect_eq noalloc/total "$(metric noalloc/metrics.jsonl log result)" 145
-intact noalloc noalloc "0 1 2 3 4"
-# the reserve allocated, the file itself not (its own allocation unsupported)
-eio noalloc2 2 all "allocate:h5.tmp:1+:EOPNOTSUPP" run c.cfg --run-dir noalloc2 --set groups.0.ranks=2
-injected noalloc2 noalloc2
-expect_rc noalloc2/exit noalloc2 0
-expect_count noalloc2/said noalloc2.out "note: the file system of .*noalloc2/ckpt cannot reserve space ahead \(no fallocate\)" 1
-expect_eq noalloc2/total "$(metric noalloc2/metrics.jsonl log result)" 145
-intact noalloc2 noalloc2 "0 1 2 3 4"
+# write of every byte); the checkpoints are whole and the total right.
+# noalloc: the reserve's allocation is refused; noalloc2: the reserve is
+# allocated, the file's own allocation is refused.
+for r in noalloc:reserve noalloc2:h5.tmp; do
+    n=${r%%:*}
+    eio "$n" 2 all "allocate:${r#*:}:1+:EOPNOTSUPP" run c.cfg --run-dir "$n" --set groups.0.ranks=2
+    injected "$n" "$n"
+    expect_rc "$n/exit" "$n" 0
+    expect_count "$n/said" "$n.out" "note: the file system of .*$n/ckpt cannot reserve space ahead \(no fallocate\)" 1
+    expect_eq "$n/total" "$(metric "$n/metrics.jsonl" log result)" 145
+    intact "$n" "$n" "0 1 2 3 4"
+done
 # the commit (rank 0): the rename, then the index (epoch 2's is its third)
 hit rename/rank0 2 0 "rename:$TMP:1" "cannot rename .*$TMP: Input/output error"
 hit index-write/rank0 2 0 "write:index.tmp:3" "cannot write .*index.tmp: Input/output error"
