@@ -11,7 +11,8 @@
  * the index and the resume falls back to the newest older one that loads.
  * Fault points (CAIRN_FAULT=kill:POINT:RANK[:EPOCH]): write (between
  * datasets, any rank), before_rename, after_rename, index_tmp, after_index
- * (rank 0). */
+ * (rank 0); hold:POINT keeps a background save there until the run waits
+ * for it. */
 #ifndef CAIRN_CKPT_H
 #define CAIRN_CKPT_H
 
@@ -50,10 +51,25 @@ void ckpt_close(struct ckpt_mgr **c);
  * nothing changed), CAIRN_ECORRUPT (the requested epoch is damaged). */
 int ckpt_resume(struct ckpt_mgr *c, struct ckpt_meta *m, bool *resumed);
 
-/* Checkpoint now if checkpointing is on.  A failure is a warning and 0
- * (on_failure = "warn") or an error (on_failure = "abort"); either way no
- * committed checkpoint is touched. */
-int ckpt_save(struct ckpt_mgr *c, const struct ckpt_meta *m);
+/* Checkpoint m's position if checkpointing is on, after the save in
+ * flight (if any) is over (ckpt_wait).  With checkpoint.async and !now,
+ * this rank's persistent state is copied and written by a thread of its
+ * own while the caller goes on; otherwise it is written and committed
+ * before the return.  A failure is a warning and 0 (on_failure = "warn")
+ * or an error (on_failure = "abort"); either way no committed checkpoint
+ * is touched.  A background save's failure is reported so by the
+ * ckpt_wait that ends it. */
+int ckpt_save(struct ckpt_mgr *c, const struct ckpt_meta *m, bool now);
+/* End the background save in flight, if any: wait for it, log the wait,
+ * and take its outcome as ckpt_save would have.  Collective in effect
+ * (every rank's writer takes part in the save): call it at the same point
+ * on every rank. */
+int ckpt_wait(struct ckpt_mgr *c);
+/* A background save is still being written on this rank (local: the
+ * ranks agree on it before they call ckpt_wait without waiting). */
+bool ckpt_writing(const struct ckpt_mgr *c);
+/* Saves go to the background (checkpoint.async, with MPI_THREAD_MULTIPLE). */
+bool ckpt_async(const struct ckpt_mgr *c);
 
 /* Copy the newest committed checkpoint to upload.to, if set. */
 int ckpt_upload(struct ckpt_mgr *c);

@@ -20,7 +20,10 @@
  * freeze:POINT:R[:E] world rank R's whole process stops (SIGSTOP) at
  *                  POINT: there but silent, as behind a cut network
  * busy:NAME:R[:E]  op NAME never ends on world rank R, which still shows
- *                  progress: a late rank the others wait for, alive */
+ *                  progress: a late rank the others wait for, alive
+ * hold:POINT:R[:E] world rank R's background save (checkpoint.async)
+ *                  waits at POINT until the run waits for it: a save
+ *                  surely in flight, whatever the machine's speed */
 #ifndef CAIRN_FAULT_H
 #define CAIRN_FAULT_H
 
@@ -28,11 +31,12 @@
 #include <stdint.h>
 
 enum fault_kind { FAULT_OP, FAULT_KILL, FAULT_SIGNAL, FAULT_CLOCK, FAULT_FILL, FAULT_PAUSE, FAULT_SLOW,
-                  FAULT_FREEZE, FAULT_BUSY };
+                  FAULT_FREEZE, FAULT_BUSY, FAULT_HOLD };
 enum { FAULT_SLOW_SECONDS = 3 };
 
-struct fault {
-    bool set;
+enum { FAULT_MAX = 4 }; /* faults in one CAIRN_FAULT, comma-separated */
+
+struct fault_one {
     enum fault_kind kind;
     char what[64];
     int rank;
@@ -40,8 +44,14 @@ struct fault {
     double seconds; /* slow: how long */
 };
 
-/* Parse the environment variable's value (NULL or "" means no fault).
- * Returns 0 or CAIRN_EINPUT with a message. */
+struct fault {
+    int n;
+    struct fault_one v[FAULT_MAX];
+};
+
+/* Parse the environment variable's value (NULL or "" means no fault): one
+ * fault, or up to FAULT_MAX separated by commas (a save held in flight and
+ * a preemption signal, say).  Returns 0 or CAIRN_EINPUT with a message. */
 int fault_parse(const char *spec, struct fault *f);
 /* True if op `name` should fail on this rank now. */
 bool fault_op(const struct fault *f, int rank, const char *name, int64_t epoch);
@@ -52,6 +62,9 @@ bool fault_busy(const struct fault *f, int rank, const char *name, int64_t epoch
  * this point, rank and epoch. */
 void fault_point(const struct fault *f, int rank, const char *point, int64_t epoch,
                  const char *dir);
+/* True if a background save should wait at this point (hold:), which
+ * the checkpoint layer does. */
+bool fault_hold(const struct fault *f, int rank, const char *point, int64_t epoch);
 /* Seconds this rank's clock runs ahead after step `step` of epoch `epoch`
  * (0 if none). */
 double fault_clock(const struct fault *f, int rank, int64_t epoch, int64_t step);

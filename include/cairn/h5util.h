@@ -2,7 +2,10 @@
  * Every object cairn creates goes through h5_create_* so that it carries no
  * timestamps: identical runs then write byte-identical files.
  * Debian's parallel HDF5 is not thread-safe: code that may run while report
- * steps or parallel branches run holds h5_lock around HDF5 calls. */
+ * steps, parallel branches or a background checkpoint save run holds
+ * h5_lock around HDF5 calls.  Whoever holds it may wait in a collective
+ * only if every thread that takes it elsewhere releases it without waiting
+ * for another rank (the data reader's calls are local). */
 #ifndef CAIRN_H5UTIL_H
 #define CAIRN_H5UTIL_H
 

@@ -90,6 +90,9 @@ struct stop_spec {
     int line;
 };
 
+/* checkpoint.async when the job file does not say (see cairn-job(5)) */
+#define CKPT_ASYNC_DEFAULT false
+
 struct ckpt_spec {
     const char *dir;       /* NULL: RUN_DIR/ckpt */
     int64_t every;         /* epochs between checkpoints; 0: never */
@@ -100,6 +103,7 @@ struct ckpt_spec {
     int64_t stripe_count;  /* a new file's stripes (MPI-IO hint); 0: the file system's default */
     int64_t stripe_size;   /* their size in bytes (MPI-IO hint); 0: the file system's default */
     int64_t align;         /* datasets start at multiples of it; 0: packed, -1: automatic */
+    bool async;            /* write in the background from a copy of the state */
 };
 
 struct slurm_spec {

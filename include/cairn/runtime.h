@@ -36,6 +36,7 @@ struct runtime {
     double end_time;      /* the Slurm job's end (Unix seconds; rank 0), 0: none */
     double end_asked;     /* when rank 0 last asked Slurm for it (monotonic s), 0: never */
     double longest_step;  /* seconds, for the time-limit margin */
+    bool async_hinted;    /* rank 0 suggested checkpoint.async */
     enum phase_id phase;
     int64_t epoch; /* the epoch running (1-based), or the last one run */
     int64_t step;  /* the step running in it (1-based), 0 outside epochs */

@@ -78,6 +78,8 @@ struct train_spec {
     /* behaviour */
     bool abort_on_nan;
     const char *debug_grads; /* write the first step's gradients here */
+    const char *debug_file;  /* where debug.grads is set */
+    int debug_line;
     bool debug_gatherv;      /* time an MPI_Gatherv of the download's bytes too */
     bool stop_on_accuracy, stop_on_loss;
     double stop_accuracy, stop_loss;
@@ -88,6 +90,7 @@ struct train_spec {
 struct train_plan {
     const struct train_spec *spec;
     int stages, replicas, shards;
+    bool ckpt_copy;      /* background saves: the shards hold a copy of their state too */
     int ranks_per_stage; /* T: stage s of replica r is world ranks first(s) + r*T .. + T-1 */
     int block;           /* the stage grid's (1 x T) block size */
     int *stage_group;   /* plan group of each stage */

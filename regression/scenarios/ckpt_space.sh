@@ -6,7 +6,7 @@
 # reserve file behind, and follow checkpoint.on_failure: warn trains on
 # with the same result, abort exits 3 naming the cause.  The checkpoint
 # committed before stays the newest, verifies, and a rerun resumes from it
-# with the uninterrupted result.
+# with the uninterrupted result.  The same with a background save.
 . "$(dirname "$0")/../lib.sh"
 enter
 T_TIMEOUT=90
@@ -90,4 +90,26 @@ for point in allocate write after_rename; do
     expect_rc "$point/resume-exit" "$point-resume" 0
     expect_grep "$point/resumed-from-1" "$point-resume.out" "resuming after epoch 1 "
     expect_eq "$point/resume-result" "$(metric "run-$point-abort/metrics.jsonl" log result | awk '{print $NF}')" "$want"
+done
+
+# the same fill during a background save (checkpoint.async): the failure
+# is taken when the run next looks (a step boundary, or the next save),
+# under the same policy, and nothing committed is touched
+for policy in warn abort; do
+    name=async-write-$policy
+    small_fs "$name" 16m
+    CAIRN_FAULT=fill:write:1:2 mpi "$name" 2 run "${job[@]}" --run-dir "run-$name" \
+        --set "checkpoint.dir=\"$PWD/$name\"" --set "checkpoint.on_failure=\"$policy\"" --set checkpoint.async=true
+    expect_grep "$name/filled" "$name.err" "CAIRN_FAULT fills the file system of .* at write"
+    expect_count "$name/in-background" "run-$name/metrics.jsonl" '"kind":"ckpt_stall","epoch":2,.*"background":true' 1
+    if [ $policy = warn ]; then
+        expect_rc "$name/exit" "$name" 0
+        expect_grep "$name/warned" "$name.out" "warning: checkpoint after epoch 2 failed: ${surfaces[write]}; the last committed checkpoint stays the newest"
+        expect_eq "$name/same-result" "$(metric "run-$name/metrics.jsonl" log result)" "$want"
+    else
+        expect_rc "$name/exit" "$name" 3
+        expect_grep "$name/cause" "$name.err" "checkpoint after epoch 2 failed \(checkpoint.on_failure = \"abort\"\): ${surfaces[write]}"
+    fi
+    clean "$name" "$name"
+    expect_eq "$name/newest-committed" "$(ckpt_ls "$name" | tail -n 1 | cut -f1,5)" "1	ok"
 done

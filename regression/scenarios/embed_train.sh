@@ -314,6 +314,13 @@ expect_rc memory/refused cap 2
 expect_grep memory/says cap.err "each PS shard needs up to 3\.7 MiB \(parameters, tables, optimizer state and gradients\) with ps.shards = 1, over model.rank_memory_mb = 1: it fits with ps.shards = 4"
 mpi cap-run 5 run e.cfg --run-dir cap --set "$big" --set model.rank_memory_mb=1 --set ps.shards=4
 expect_rc memory/trains-on-4 cap-run 0
+# background saves count the copy of the shard's state: what fits without it may not
+run cap-sync "$CAIRN" check e.cfg --set "$big" --set model.rank_memory_mb=4 --set ps.shards=1
+expect_rc memory/fits-without-copy cap-sync 0
+run cap-async "$CAIRN" check e.cfg --set "$big" --set model.rank_memory_mb=4 --set ps.shards=1 \
+    --set checkpoint.async=true
+expect_rc memory/copy-refused cap-async 2
+expect_grep memory/copy-says cap-async.err "each PS shard needs up to 7\.4 MiB \(parameters, tables, optimizer state and gradients, and their copy for checkpoint.async\) with ps.shards = 1, over model.rank_memory_mb = 4: it fits with ps.shards = 2, or with checkpoint.async = false"
 
 # ---- the ctr example job, as shipped (a few steps) -------------------------------------
 CAIRN=$CAIRN run ctr-data "$CAIRN_ROOT/jobs/ctr_data.sh" ctr.h5 2

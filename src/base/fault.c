@@ -12,19 +12,17 @@
 #include <string.h>
 #include <unistd.h>
 
-int fault_parse(const char *spec, struct fault *f)
+static int parse_one(const char *spec, const char *text, struct fault_one *f)
 {
     static const char *const kinds[] = {[FAULT_OP] = "op", [FAULT_KILL] = "kill",
                                         [FAULT_SIGNAL] = "signal", [FAULT_CLOCK] = "clock",
                                         [FAULT_FILL] = "fill", [FAULT_PAUSE] = "pause",
                                         [FAULT_SLOW] = "slow", [FAULT_FREEZE] = "freeze",
-                                        [FAULT_BUSY] = "busy"};
-    *f = (struct fault){.epoch = -1};
-    if (!spec || !*spec) return 0;
+                                        [FAULT_BUSY] = "busy", [FAULT_HOLD] = "hold"};
     char kind[16] = "", what[64] = "";
     int rank = -1, k = -1;
     long long epoch = -1;
-    int n = sscanf(spec, "%15[^:]:%63[^:]:%d:%lld", kind, what, &rank, &epoch);
+    int n = sscanf(text, "%15[^:]:%63[^:]:%d:%lld", kind, what, &rank, &epoch);
     for (int i = 0; i < (int)(sizeof kinds / sizeof kinds[0]); i++)
         if (strcmp(kind, kinds[i]) == 0) k = i;
     char *end = what, *at = strchr(what, '@');
@@ -39,34 +37,67 @@ int fault_parse(const char *spec, struct fault *f)
         (k == FAULT_SIGNAL && !preempt_signal_number(what)) ||
         ((k == FAULT_CLOCK || (k == FAULT_SLOW && at)) && (end == what || *end)))
         return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
-                             "CAIRN_FAULT='%s' is not op:NAME:RANK[:EPOCH], "
+                             "CAIRN_FAULT='%s'%s%s%s is not op:NAME:RANK[:EPOCH], "
                              "kill:POINT:RANK[:EPOCH], signal:SIGNAL:RANK[:EPOCH], "
                              "clock:SECONDS:RANK[:EPOCH], fill:POINT:RANK[:EPOCH], "
                              "pause:POINT:RANK[:EPOCH], slow:POINT[@SECONDS]:RANK[:EPOCH], "
-                             "freeze:POINT:RANK[:EPOCH] or busy:NAME:RANK[:EPOCH]",
-                             spec);
-    f->set = true;
-    f->kind = (enum fault_kind)k;
+                             "freeze:POINT:RANK[:EPOCH], busy:NAME:RANK[:EPOCH] or "
+                             "hold:POINT:RANK[:EPOCH]",
+                             spec, strcmp(spec, text) ? ": '" : "", strcmp(spec, text) ? text : "",
+                             strcmp(spec, text) ? "'" : "");
+    *f = (struct fault_one){.kind = (enum fault_kind)k, .rank = rank, .epoch = n == 4 ? epoch : -1,
+                            .seconds = seconds};
     snprintf(f->what, sizeof f->what, "%s", what);
-    f->rank = rank;
-    f->epoch = n == 4 ? epoch : -1;
-    f->seconds = seconds;
     return 0;
 }
 
-static bool matches(const struct fault *f, enum fault_kind kind, int rank, int64_t epoch)
+int fault_parse(const char *spec, struct fault *f)
 {
-    return f->set && f->kind == kind && f->rank == rank && (f->epoch < 0 || f->epoch == epoch);
+    char text[512];
+    *f = (struct fault){0};
+    if (!spec || !*spec) return 0;
+    if (snprintf(text, sizeof text, "%s", spec) >= (int)sizeof text)
+        return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "CAIRN_FAULT is longer than %zu bytes",
+                             sizeof text - 1);
+    char *rest = text;
+    for (char *one; (one = strsep(&rest, ","));) { /* an empty one is refused below */
+        if (f->n == FAULT_MAX)
+            return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "CAIRN_FAULT='%s' names more than %d "
+                                                                   "faults", spec, FAULT_MAX);
+        int rc = parse_one(spec, one, &f->v[f->n]);
+        if (rc) return rc;
+        f->n++;
+    }
+    return 0;
+}
+
+/* The fault of this kind for this rank and epoch named `what` (NULL: any
+ * name), if there is one. */
+static const struct fault_one *matches(const struct fault *f, enum fault_kind kind, int rank,
+                                       int64_t epoch, const char *what)
+{
+    for (int i = 0; i < f->n; i++) {
+        const struct fault_one *o = &f->v[i];
+        if (o->kind == kind && o->rank == rank && (o->epoch < 0 || o->epoch == epoch) &&
+            (!what || strcmp(o->what, what) == 0))
+            return o;
+    }
+    return NULL;
 }
 
 bool fault_op(const struct fault *f, int rank, const char *name, int64_t epoch)
 {
-    return matches(f, FAULT_OP, rank, epoch) && strcmp(f->what, name) == 0;
+    return matches(f, FAULT_OP, rank, epoch, name);
 }
 
 bool fault_busy(const struct fault *f, int rank, const char *name, int64_t epoch)
 {
-    return matches(f, FAULT_BUSY, rank, epoch) && strcmp(f->what, name) == 0;
+    return matches(f, FAULT_BUSY, rank, epoch, name);
+}
+
+bool fault_hold(const struct fault *f, int rank, const char *point, int64_t epoch)
+{
+    return matches(f, FAULT_HOLD, rank, epoch, point);
 }
 
 /* Write zeros to dir/fill.ballast until the file system says it is full. */
@@ -86,42 +117,48 @@ static void fill(const char *dir)
 void fault_point(const struct fault *f, int rank, const char *point, int64_t epoch,
                  const char *dir)
 {
-    if (matches(f, FAULT_KILL, rank, epoch) && strcmp(f->what, point) == 0) {
+    const struct fault_one *slow = matches(f, FAULT_SLOW, rank, epoch, point);
+    if (matches(f, FAULT_KILL, rank, epoch, point)) {
         fprintf(stderr, "cairn: rank %d: CAIRN_FAULT kills this rank at %s\n", rank, point);
         fflush(stderr);
         raise(SIGKILL);
     }
-    if (dir && matches(f, FAULT_FILL, rank, epoch) && strcmp(f->what, point) == 0) {
+    if (dir && matches(f, FAULT_FILL, rank, epoch, point)) {
         fprintf(stderr, "cairn: rank %d: CAIRN_FAULT fills the file system of %s at %s\n", rank,
                 dir, point);
         fill(dir);
     }
-    if (matches(f, FAULT_PAUSE, rank, epoch) && strcmp(f->what, point) == 0) {
+    if (matches(f, FAULT_PAUSE, rank, epoch, point)) {
         fprintf(stderr, "cairn: rank %d: CAIRN_FAULT pauses this rank at %s\n", rank, point);
         fflush(stderr);
         for (;;) pause(); /* until a signal's default action ends the process */
     }
-    if (matches(f, FAULT_FREEZE, rank, epoch) && strcmp(f->what, point) == 0) {
+    if (matches(f, FAULT_FREEZE, rank, epoch, point)) {
         /* the pid: a test can find the stopped process and continue it */
         fprintf(stderr, "cairn: rank %d (pid %d): CAIRN_FAULT freezes this rank at %s\n", rank, (int)getpid(),
                 point);
         fflush(stderr);
         raise(SIGSTOP); /* every thread: no heartbeat either */
     }
-    if (matches(f, FAULT_SLOW, rank, epoch) && strcmp(f->what, point) == 0) {
+    if (slow) {
         fprintf(stderr, "cairn: rank %d: CAIRN_FAULT holds this rank at %s for %g s\n", rank, point,
-                f->seconds);
-        clock_sleep(f->seconds);
+                slow->seconds);
+        clock_sleep(slow->seconds);
     }
 }
 
 double fault_clock(const struct fault *f, int rank, int64_t epoch, int64_t step)
 {
-    return step == 1 && matches(f, FAULT_CLOCK, rank, epoch) ? strtod(f->what, NULL) : 0;
+    const struct fault_one *c = step == 1 ? matches(f, FAULT_CLOCK, rank, epoch, NULL) : NULL;
+    return c ? strtod(c->what, NULL) : 0;
 }
 
 void fault_signal(const struct fault *f, int rank, int64_t epoch, int64_t step)
 {
-    if (step == 1 && matches(f, FAULT_SIGNAL, rank, epoch) && (epoch > 0 || f->epoch == 0))
-        raise(preempt_signal_number(f->what));
+    for (int i = 0; step == 1 && i < f->n; i++) { /* each: one for any epoch must not hide one for 0 */
+        const struct fault_one *s = &f->v[i];
+        if (s->kind == FAULT_SIGNAL && s->rank == rank && (s->epoch < 0 || s->epoch == epoch) &&
+            (epoch > 0 || s->epoch == 0))
+            raise(preempt_signal_number(s->what));
+    }
 }

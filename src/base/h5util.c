@@ -10,11 +10,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Process-wide by necessity: it guards a library that is itself global. */
+/* Process-wide by necessity: it guards a library that is itself global.
+ * A ticket lock, first come first served: a background checkpoint save
+ * that lets go between slabs (h5_unlock, h5_lock) lets a waiting data
+ * reader in, which a plain mutex need not do. */
 static pthread_mutex_t h5_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t h5_turn = PTHREAD_COND_INITIALIZER;
+static unsigned long h5_next, h5_serving;
 
-void h5_lock(void) { pthread_mutex_lock(&h5_mutex); }
-void h5_unlock(void) { pthread_mutex_unlock(&h5_mutex); }
+void h5_lock(void)
+{
+    pthread_mutex_lock(&h5_mutex);
+    unsigned long mine = h5_next++;
+    while (mine != h5_serving) pthread_cond_wait(&h5_turn, &h5_mutex);
+    pthread_mutex_unlock(&h5_mutex);
+}
+
+void h5_unlock(void)
+{
+    pthread_mutex_lock(&h5_mutex);
+    h5_serving++;
+    pthread_cond_broadcast(&h5_turn);
+    pthread_mutex_unlock(&h5_mutex);
+}
 
 void h5_quiet(void) { H5Eset_auto2(H5E_DEFAULT, NULL, NULL); }
 

@@ -793,20 +793,39 @@ cleanup:
 /* Reads go a slab of this many bytes at a time (a part's checksum runs
  * beside the next slab's read). */
 #define READ_SLAB ((size_t)64 << 20)
+/* Writes too, smaller: between two, a thread that reads a data file
+ * (h5_lock is fair) gets its turn beside a background save. */
+#define WRITE_SLAB ((size_t)16 << 20)
 
-/* Collective: my part of dataset i (possibly nothing), checksummed on a
- * thread while it is written. */
-static int write_part(const struct ckpt_view *v, hid_t dset, hid_t dxpl, struct desc *d)
+/* My part of dataset i (possibly nothing), slab by slab, checksummed on a
+ * thread while it is written.  Independent transfers: each rank's part is
+ * one contiguous block, so MPI-IO's two-phase aggregation would only add
+ * copies, and ranks with more to write need not hold the others in
+ * collective calls.  The caller holds h5_lock. */
+static int write_part(const struct ckpt_view *v, hid_t dset, struct desc *d)
 {
     int rc = 0;
     hid_t fspace = H5Dget_space(dset), mspace = H5I_INVALID_HID;
     const struct tensor *t = v->group == d->group ? v->tensors[d->blob] : NULL;
-    int64_t n = d->mine && t ? d->rows * row_elems(&d->file) : 0;
+    int64_t per = row_elems(&d->file), esz = (int64_t)dtype_size(d->dtype);
+    int64_t n = d->mine && t ? d->rows * per : 0;
+    int64_t slab = d->file.ndim && per ? (int64_t)WRITE_SLAB / (per * esz) : d->rows;
     struct checksum_job sum = {0};
-    if (n) checksum_start(&sum, t->data, dtype_size(d->dtype), n, d->row0 * row_elems(&d->file));
+    if (slab < 1) slab = 1;
+    if (n) checksum_start(&sum, t->data, (size_t)esz, n, d->row0 * per);
     CAIRN_CHECK_H5(fspace);
-    CAIRN_CHECK(select_part(fspace, d, &mspace));
-    CAIRN_CHECK_H5(H5Dwrite(dset, h5_native(d->dtype), mspace, fspace, dxpl, n ? t->data : NULL));
+    for (int64_t r = 0; n && r < d->rows; r += slab) {
+        struct desc part = *d;
+        part.row0 = d->row0 + r;
+        part.rows = d->rows - r < slab ? d->rows - r : slab;
+        CAIRN_CHECK(select_part(fspace, &part, &mspace));
+        CAIRN_CHECK_H5(H5Dwrite(dset, h5_native(d->dtype), mspace, fspace, H5P_DEFAULT,
+                                (const char *)t->data + r * per * esz));
+        H5Sclose(mspace);
+        mspace = H5I_INVALID_HID;
+        h5_unlock(); /* a reader waiting for HDF5 goes first */
+        h5_lock();
+    }
 cleanup:
     if (n) d->partial = checksum_finish(&sum);
     if (mspace >= 0) H5Sclose(mspace);
@@ -821,7 +840,10 @@ static int write_checksums(MPI_Comm world, const struct contents *c, struct desc
     uint64_t *sums = calloc((size_t)n + 1, sizeof *sums);
     CAIRN_CHECK_ALLOC(sums);
     for (int i = 0; i < n; i++) sums[i] = ds[i].partial;
-    CAIRN_CHECK_MPI(MPI_Allreduce(MPI_IN_PLACE, sums, n, MPI_UINT64_T, MPI_SUM, world));
+    h5_unlock(); /* ranks that wrote less wait here for the others, not holding HDF5 */
+    rc = coll_allreduce(MPI_IN_PLACE, sums, n, MPI_UINT64_T, MPI_SUM, world); /* idles, not spins */
+    h5_lock();
+    CAIRN_CHECK(rc);
     for (int i = 0; i < n; i++) {
         uint64_t v = sums[i] + name_share(&c->v[i]);
         CAIRN_CHECK(attr_set(dsets[i], "checksum", H5T_NATIVE_UINT64, &v));
@@ -947,7 +969,10 @@ static int allocate_file(hid_t f, const char *path, const char *reserve, int64_t
 {
     int rc = 0;
     hsize_t size = 0;
-    CAIRN_CHECK_H5(H5Fget_filesize(f, &size));
+    h5_lock();
+    if (H5Fget_filesize(f, &size) < 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fget_filesize");
+    h5_unlock();
+    if (rc) goto cleanup;
     if (!io->unreserved) {
         CAIRN_CHECK_ERRNO(truncate(reserve, (off_t)meta) == 0, CAIRN_EIO, "cannot shrink %s", reserve);
         CAIRN_CHECK(fsx_allocate(path, (int64_t)size, &io->unreserved));
@@ -957,9 +982,14 @@ cleanup:
     return rc;
 }
 
+/* The fault points come with h5_lock held: a rank held there lets its
+ * other threads use HDF5 meanwhile. */
 static void ckpt_fault(const struct ckpt_view *v, const char *point, int64_t epoch, const char *dir)
 {
-    if (v->fault) v->fault(v->fault_arg, point, epoch, dir);
+    if (!v->fault) return;
+    h5_unlock();
+    v->fault(v->fault_arg, point, epoch, dir);
+    h5_lock();
 }
 
 static int write_all(const struct ckpt_view *v, hid_t f, const char *path, const struct contents *c,
@@ -968,7 +998,7 @@ static int write_all(const struct ckpt_view *v, hid_t f, const char *path, const
     int rc = 0, data_rc = 0;
     char reserve[4200], dir[4200];
     bool root = v->rank == 0;
-    hid_t *dsets = malloc((size_t)(n + 1) * sizeof *dsets), dxpl = H5I_INVALID_HID;
+    hid_t *dsets = malloc((size_t)(n + 1) * sizeof *dsets);
     snprintf(reserve, sizeof reserve, "%s.reserve", path);
     snprintf(dir, sizeof dir, "%s", path);
     if (strrchr(dir, '/')) *strrchr(dir, '/') = '\0';
@@ -977,24 +1007,19 @@ static int write_all(const struct ckpt_view *v, hid_t f, const char *path, const
     CAIRN_CHECK(write_root_attrs(v, f, c));
     CAIRN_CHECK(create_datasets(v->plan, f, ds, n, dsets));
     ckpt_fault(v, "allocate", c->meta.epoch, dir);
-    CAIRN_CHECK(coll_agree(v->comm, root ? allocate_file(f, path, reserve, metadata_bound(c), io) : 0));
-    dxpl = H5Pcreate(H5P_DATASET_XFER);
-    CAIRN_CHECK_H5(dxpl);
-    CAIRN_CHECK_H5(H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE));
-    /* Each rank's part of a dataset is one contiguous block, so MPI-IO's
-     * two-phase aggregation would only add copies: keep the collective
-     * call, do the low-level writes individually (15-25% faster here). */
-    CAIRN_CHECK_H5(H5Pset_dxpl_mpio_collective_opt(dxpl, H5FD_MPIO_INDIVIDUAL_IO));
+    h5_unlock(); /* rank 0 allocates the file (a while), the others wait */
+    rc = coll_agree(v->comm, root ? allocate_file(f, path, reserve, metadata_bound(c), io) : 0);
+    h5_lock();
+    CAIRN_CHECK(rc);
     for (int i = 0; i < n; i++) {
         if (i == n / 2) ckpt_fault(v, "write", c->meta.epoch, dir);
-        int r = write_part(v, dsets[i], dxpl, &ds[i]);
+        int r = write_part(v, dsets[i], &ds[i]);
         if (r && !data_rc) data_rc = r; /* keep making the collective calls */
         if (ds[i].mine) io->bytes += (uint64_t)(ds[i].rows * row_elems(&ds[i].file)) * dtype_size(ds[i].dtype);
     }
     CAIRN_CHECK(write_checksums(v->comm, c, ds, n, dsets));
     rc = data_rc;
 cleanup:
-    if (dxpl >= 0) H5Pclose(dxpl);
     for (int i = 0; dsets && i < n; i++)
         if (dsets[i] >= 0) H5Dclose(dsets[i]);
     free(dsets);
@@ -1022,9 +1047,8 @@ int ckpt_file_write(const struct ckpt_view *v, const char *path, const struct ck
     struct desc *ds = calloc((size_t)n + 1, sizeof *ds);
     struct strbuf settings = {0};
     struct contents c = {0};
-    bool root = v->rank == 0, deferring = false;
+    bool root = v->rank == 0, deferring = false, locked = false;
     *io = (struct ckpt_io){0};
-    h5_quiet();
     rc = ds ? ckpt_settings(v->plan, &settings)
             : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
     if (rc == 0) rc = our_contents(v, strbuf_str(&settings), m, &c);
@@ -1039,26 +1063,35 @@ int ckpt_file_write(const struct ckpt_view *v, const char *path, const struct ck
      * rank 0 makes the file, then every other rank opens it */
     CAIRN_CHECK(coll_agree(v->comm, root ? create_file(v, path) : 0));
     CAIRN_CHECK(coll_agree(v->comm, root ? 0 : fsx_open_write(path, false)));
+    h5_mpio_before_open(v->comm, path);
+    /* HDF5 from here on, under h5_lock (h5util.h).  It is let go where
+     * this rank may wait for others outside HDF5 (the allocation, the
+     * checksums' sum), at the fault points and between slabs of data, so
+     * a data reader beside a background save waits for one slab at most,
+     * not for the slowest rank's writes */
+    h5_lock();
+    locked = true;
+    h5_quiet();
     fapl = mpio_fapl(v, true, align);
     CAIRN_CHECK_H5(fapl);
-    h5_mpio_before_open(v->comm, path);
     iodefer_begin(path);
     deferring = true;
     CAIRN_CHECK(h5_create_file(path, fapl, &f));
     rc = write_all(v, f, path, &c, ds, n, io);
-    /* durable on every rank (MPI_File_sync), not on rank 0's word alone:
-     * on a parallel file system one client's fsync need not cover the
-     * others' writes */
-    if (H5Fflush(f, H5F_SCOPE_GLOBAL) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fflush");
 cleanup:
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
     if (deferring) {
         int d = iodefer_end(); /* a failed write explains whatever failed after it */
         if (d) rc = d;
     }
-    /* and what the close wrote (the final metadata), from every rank too */
-    if (f >= 0 && rc == 0) rc = fsx_fsync_path(path);
     if (fapl >= 0) H5Pclose(fapl);
+    if (locked) h5_unlock();
+    /* durable from every rank, not on rank 0's word alone (on a parallel
+     * file system one client's fsync need not cover the others' writes),
+     * and outside HDF5: a rank that holds little waits for the others'
+     * syncs in the agreement below, not in a collective HDF5 call that
+     * would keep its data reader out of HDF5 meanwhile */
+    if (f >= 0 && rc == 0) rc = fsx_fsync_path(path);
     if (root) {
         char reserve[4200];
         snprintf(reserve, sizeof reserve, "%s.reserve", path);
@@ -1239,6 +1272,9 @@ int ckpt_file_read(const struct ckpt_view *v, const char *path, struct ckpt_meta
     struct strbuf ours = {0};
     struct contents c = {0};
     *io = (struct ckpt_io){0};
+    /* held across collectives: a load comes before any background save,
+     * so no other rank's writer waits on this rank's HDF5 (h5util.h) */
+    h5_lock();
     h5_quiet();
     CAIRN_CHECK_ALLOC(ds);
     CAIRN_CHECK(ckpt_settings(v->plan, &ours));
@@ -1275,6 +1311,7 @@ cleanup:
     free(ds);
     strbuf_free(&ours);
     contents_free(&c);
+    h5_unlock();
     io->seconds = clock_now() - t0;
     return coll_agree(v->comm, rc);
 }

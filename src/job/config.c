@@ -656,11 +656,12 @@ static void parse_checkpoint(struct cfg *c, const config_setting_t *root)
     struct ckpt_spec *k = &c->job->ckpt;
     k->every = 1;
     k->max_resumes = 3;
+    k->async = CKPT_ASYNC_DEFAULT;
     k->align = -1;
     const config_setting_t *s = cfg_section(c, root, "checkpoint", "{ dir = ...; every = N; }");
     if (!s) return;
     static const char *const keys[] = {"dir",    "every",       "keep",         "on_failure", "upload",
-                                       "max_resumes", "stripe_count", "stripe_size", "align", NULL};
+                                       "max_resumes", "stripe_count", "stripe_size", "align", "async", NULL};
     cfg_keys(c, s, "checkpoint", keys);
     k->stripe_count = cfg_int(c, s, "stripe_count", false, 0, 0, 2000); /* Lustre's most */
     k->stripe_size = cfg_int(c, s, "stripe_size", false, 0, 0, INT64_C(1) << 30);
@@ -672,6 +673,7 @@ static void parse_checkpoint(struct cfg *c, const config_setting_t *root)
         cfg_err(c, config_setting_get_member(s, "align"),
                 "'align' must be 0 (packed), -1 (automatic) or a power of two, not %lld", (long long)k->align);
     k->max_resumes = cfg_int(c, s, "max_resumes", false, 3, 1, 1000000);
+    k->async = cfg_bool(c, s, "async", CKPT_ASYNC_DEFAULT);
     k->dir = cfg_str(c, s, "dir", false, NULL);
     k->every = cfg_int(c, s, "every", false, 1, 0, INT64_MAX);
     k->keep = cfg_int(c, s, "keep", false, 0, 0, INT64_MAX);

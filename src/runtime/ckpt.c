@@ -1,6 +1,7 @@
 /* The checkpoint manager; see include/cairn/ckpt.h. */
 #include "cairn/ckpt.h"
 
+#include "cairn/ckpt_bg.h"
 #include "cairn/ckpt_file.h"
 #include "cairn/ckpt_index.h"
 #include "cairn/clock.h"
@@ -28,6 +29,20 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Who does a save: the main thread over the job's communicators and
+ * tensors, or the writer thread (ckpt_bg.h) over its own and the copy. */
+struct saver {
+    MPI_Comm world, group;
+    struct tensor **tensors; /* by blob id */
+    struct watchdog_lane *lane;
+};
+
+/* What a save did, for the main thread to take in. */
+struct saved {
+    double seconds; /* from its start to its commit */
+    double rate;    /* bytes per second, 0 if it failed */
+};
+
 struct ckpt_mgr {
     struct runtime *rt;
     const struct ckpt_spec *spec;
@@ -38,9 +53,13 @@ struct ckpt_mgr {
     bool committed;                /* ... if there is one */
     double longest;
     double rate; /* bytes per second of this run's last save (every rank), 0: none yet */
-    double bytes; /* the file being saved, about (every rank) */
     bool kill_wait_said;
     bool unreserved_said;
+    /* checkpoint.async: the writer, and the save it has in flight */
+    struct ckpt_bg *bg;
+    struct ckpt_meta pending;
+    struct saved pending_out;
+    struct watchdog_lane *writer_lane; /* the writer's, while it writes */
 };
 
 static bool is_root(const struct ckpt_mgr *c) { return c->rt->layout->rank == 0; }
@@ -55,10 +74,20 @@ bool ckpt_committed_at(const struct ckpt_mgr *c, const struct ckpt_meta *m)
 }
 const char *ckpt_dir(const struct ckpt_mgr *c) { return c->dir; }
 
+/* At a point of a save: CAIRN_FAULT's kill, fill, ..., and hold, which
+ * keeps a background save there until the main thread waits for it. */
 static void fault_hook(void *arg, const char *point, int64_t epoch, const char *dir)
 {
-    const struct runtime *rt = arg;
+    const struct ckpt_mgr *c = arg;
+    const struct runtime *rt = c->rt;
     fault_point(&rt->fault, rt->layout->rank, point, epoch, dir);
+    if (fault_hold(&rt->fault, rt->layout->rank, point, epoch) && ckpt_bg_running(c->bg)) {
+        fprintf(stderr, "cairn: rank %d: CAIRN_FAULT holds the background save at %s until the "
+                        "run waits for it\n", rt->layout->rank, point);
+        watchdog_pause(c->writer_lane); /* held on purpose, for as long as an epoch takes */
+        ckpt_bg_hold(c->bg);
+        watchdog_progress(c->writer_lane);
+    }
 }
 
 /* The checkpoint file's view of this rank: the plan, the layout's
@@ -74,8 +103,16 @@ static int make_view(const struct ckpt_mgr *c, struct ckpt_view *v, struct tenso
                             .group_comm = l->gid >= 0 ? l->lanes[0] : MPI_COMM_NULL,
                             .group_rank = l->grank, .group_size = l->gsize, .tensors = *tensors,
                             .stripe_count = c->spec->stripe_count, .stripe_size = c->spec->stripe_size,
-                            .align = c->spec->align, .fault = fault_hook, .fault_arg = (void *)rt};
+                            .align = c->spec->align, .fault = fault_hook, .fault_arg = (void *)c};
     return *tensors ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+}
+
+/* The main thread's saver. */
+static struct saver main_saver(const struct ckpt_mgr *c, struct tensor **tensors)
+{
+    const struct layout *l = c->rt->layout;
+    return (struct saver){.world = l->world, .group = l->gid >= 0 ? l->lanes[0] : MPI_COMM_NULL,
+                          .tensors = tensors, .lane = watchdog_main(c->rt->watchdog)};
 }
 
 /* A save or load may take longer than any step before it (a large state, a
@@ -86,47 +123,53 @@ static int make_view(const struct ckpt_mgr *c, struct ckpt_view *v, struct tenso
  * in the same collective I/O as the one that holds the most. */
 #define CKPT_SLOW_RATE 50e6 /* bytes per second */
 
-static void watch_io(const struct ckpt_mgr *c, double bytes)
+static void watch_io(const struct ckpt_mgr *c, struct watchdog_lane *lane, double bytes)
 {
     double allow = bytes / CKPT_SLOW_RATE;
     if (c->rate > 0 && 3 * bytes / c->rate > allow) allow = 3 * bytes / c->rate;
-    watchdog_progress(watchdog_main(c->rt->watchdog));
-    watchdog_allow(watchdog_main(c->rt->watchdog), allow);
+    watchdog_progress(lane);
+    watchdog_allow(lane, allow);
 }
 
 /* What every rank does now, for the watchdog: one piece of the save or the
  * load, which all ranks reach. */
-static void doing_all(const struct ckpt_mgr *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void doing_all(const struct ckpt_mgr *c, const char *fmt, ...)
+static void doing_all(const struct ckpt_mgr *c, struct watchdog_lane *lane, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void doing_all(const struct ckpt_mgr *c, struct watchdog_lane *lane, const char *fmt, ...)
 {
     char what[4400];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    struct watchdog_lane *lane = watchdog_main(c->rt->watchdog);
     watchdog_doing(lane, "%s", what);
     watchdog_peers(lane, 0, c->rt->layout->size, NULL);
 }
 
-static int file_write(struct ckpt_mgr *c, const char *path, const struct ckpt_meta *m,
-                      struct ckpt_io *io)
+/* *bytes: the file's size, about (every rank). */
+static int file_write(struct ckpt_mgr *c, const struct saver *s, const char *path,
+                      const struct ckpt_meta *m, struct ckpt_io *io, double *bytes)
 {
     struct ckpt_view v;
     struct tensor **t = NULL;
     double mine = 0, all = 0, t0 = clock_now();
     const struct layout *l = c->rt->layout;
     for (int b = 0; l->gid >= 0 && b < c->rt->plan->groups[l->gid].n_blobs; b++)
-        if (c->rt->plan->groups[l->gid].blobs[b].persistent) mine += (double)c->rt->ws->v[b].t.cap;
-    int rc = coll_allreduce(&mine, &all, 1, MPI_DOUBLE, MPI_SUM, world(c)); /* the file's size, about */
+        if (c->rt->plan->groups[l->gid].blobs[b].persistent) mine += (double)tensor_bytes(s->tensors[b]);
+    int rc = coll_allreduce(&mine, &all, 1, MPI_DOUBLE, MPI_SUM, s->world);
     if (rc) return rc;
-    c->bytes = all;
-    watch_io(c, all);
-    doing_all(c, "saving the checkpoint of epoch %lld step %lld (collective HDF5 I/O over all ranks)",
+    *bytes = all;
+    watch_io(c, s->lane, all);
+    doing_all(c, s->lane, "saving the checkpoint of epoch %lld step %lld (collective HDF5 I/O over all ranks)",
               (long long)m->epoch, (long long)m->step);
-    rc = coll_agree(world(c), make_view(c, &v, &t));
-    if (rc == 0) rc = ckpt_file_write(&v, path, m, io);
-    watchdog_progress(watchdog_main(c->rt->watchdog));
+    rc = coll_agree(s->world, make_view(c, &v, &t));
+    if (rc == 0) {
+        v.comm = s->world;
+        v.group_comm = s->group;
+        for (int b = 0; l->gid >= 0 && b < c->rt->plan->groups[l->gid].n_blobs; b++) t[b] = s->tensors[b];
+        rc = ckpt_file_write(&v, path, m, io);
+    }
+    watchdog_progress(s->lane);
     if (io->unreserved && !c->unreserved_said) { /* rank 0's finding */
         c->unreserved_said = true;
         runlog_line(c->rt->log, "note: the file system of %s cannot reserve space ahead (no fallocate): "
@@ -146,11 +189,12 @@ static int file_read(const struct ckpt_mgr *c, const char *path, struct ckpt_met
     struct ckpt_view v;
     struct tensor **t = NULL;
     const struct layout *l = c->rt->layout;
-    watch_io(c, (double)fsx_file_stored(path)); /* not a size the file only claims */
-    doing_all(c, "loading checkpoint %s (collective HDF5 I/O over all ranks)", path);
+    struct watchdog_lane *lane = watchdog_main(c->rt->watchdog);
+    watch_io(c, lane, (double)fsx_file_stored(path)); /* not a size the file only claims */
+    doing_all(c, lane, "loading checkpoint %s (collective HDF5 I/O over all ranks)", path);
     int rc = coll_agree(world(c), make_view(c, &v, &t));
     if (rc == 0) rc = ckpt_file_read(&v, path, m, io);
-    watchdog_progress(watchdog_main(c->rt->watchdog));
+    watchdog_progress(lane);
     for (int b = 0; rc == 0 && l->gid >= 0 && b < c->rt->plan->groups[l->gid].n_blobs; b++)
         if (c->rt->plan->groups[l->gid].blobs[b].persistent) c->rt->ws->v[b].defined = true;
     free(t);
@@ -159,7 +203,7 @@ static int file_read(const struct ckpt_mgr *c, const char *path, struct ckpt_met
 
 static void fault(const struct ckpt_mgr *c, const char *point, int64_t epoch)
 {
-    fault_point(&c->rt->fault, c->rt->layout->rank, point, epoch, c->dir);
+    fault_hook((void *)c, point, epoch, c->dir);
 }
 
 /* ---- statistics ----------------------------------------------------------- */
@@ -180,15 +224,17 @@ static int by_value(const void *a, const void *b)
 
 /* Bytes, wall time, GB/s and the per-rank spread of one save or load; the
  * slowest rank is the one the others waited for. */
-static int report_io(struct ckpt_mgr *c, const char *what, const char *file,
+static int report_io(struct ckpt_mgr *c, MPI_Comm world, const char *what, const char *file,
                      const struct ckpt_meta *m, const struct ckpt_io *io, double seconds)
 {
     int rc = 0, size = c->rt->layout->size;
     double *t = is_root(c) ? malloc((size_t)size * 2 * sizeof *t) : NULL;
     uint64_t bytes = 0;
-    if (is_root(c)) CAIRN_CHECK_ALLOC(t);
-    CAIRN_CHECK(coll_gather_double(world(c), io->seconds, t));
-    CAIRN_CHECK_MPI(MPI_Reduce(&io->bytes, &bytes, 1, MPI_UINT64_T, MPI_SUM, 0, world(c)));
+    /* no rank may skip the collectives below alone */
+    CAIRN_CHECK(coll_agree(world, is_root(c) && !t ? cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__,
+                                                                     "out of memory") : 0));
+    CAIRN_CHECK(coll_gather_double(world, io->seconds, t));
+    CAIRN_CHECK_MPI(MPI_Reduce(&io->bytes, &bytes, 1, MPI_UINT64_T, MPI_SUM, 0, world));
     if (!is_root(c)) goto cleanup;
     int slowest = 0;
     for (int i = 0; i < size; i++) {
@@ -310,6 +356,26 @@ cleanup:
     return rc;
 }
 
+/* checkpoint.async: the writer thread's own communicators and copy.  Its
+ * MPI calls run beside the main thread's, which needs
+ * MPI_THREAD_MULTIPLE; without it saves stay synchronous. */
+static int open_writer(struct ckpt_mgr *c)
+{
+    const struct layout *l = c->rt->layout;
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    if (level < MPI_THREAD_MULTIPLE) {
+        if (is_root(c))
+            runlog_line(c->rt->log, "note: this MPI library does not provide MPI_THREAD_MULTIPLE, "
+                                    "which a background save needs: checkpoints are written "
+                                    "synchronously (checkpoint.async)");
+        return 0;
+    }
+    int n = l->gid >= 0 ? c->rt->plan->groups[l->gid].n_blobs : 0;
+    return coll_agree(l->world, ckpt_bg_create(l->world, l->gid >= 0 ? l->lanes[0] : MPI_COMM_NULL,
+                                               n, &c->bg));
+}
+
 int ckpt_open(struct runtime *rt, const struct ckpt_spec *spec, const struct resume_opts *ro,
               struct ckpt_mgr **out)
 {
@@ -330,6 +396,7 @@ int ckpt_open(struct runtime *rt, const struct ckpt_spec *spec, const struct res
     if (rc == 0 && ro->mode == RESUME_NONE && rt->layout->rank == 0) rc = check_fresh(c);
     rc = coll_agree(rt->layout->world, rc);
     if (rc == 0 && ckpt_enabled(c)) rc = coll_agree(rt->layout->world, check_shared(c));
+    if (rc == 0 && ckpt_enabled(c) && spec->async) rc = open_writer(c);
     if (rc) {
         ckpt_close(&c);
         return rc;
@@ -341,6 +408,7 @@ int ckpt_open(struct runtime *rt, const struct ckpt_spec *spec, const struct res
 void ckpt_close(struct ckpt_mgr **c)
 {
     if (!c || !*c) return;
+    ckpt_bg_destroy(&(*c)->bg); /* a save still in flight ends first */
     free(*c);
     *c = NULL;
 }
@@ -579,7 +647,7 @@ int ckpt_resume(struct ckpt_mgr *c, struct ckpt_meta *m, bool *resumed)
             c->last = *m;
             c->committed = true;
             *resumed = true;
-            CAIRN_CHECK(report_io(c, "loaded", k.file, m, &io, clock_now() - t0));
+            CAIRN_CHECK(report_io(c, world(c), "loaded", k.file, m, &io, clock_now() - t0));
             if (is_root(c) && io.layout_change[0])
                 runlog_line(c->rt->log, "layout changed since that checkpoint: %s; sharded state re-split",
                             io.layout_change);
@@ -731,37 +799,148 @@ static void warn_kill_wait(struct ckpt_mgr *c, double seconds)
                             "longer KillWait or GraceTime)", seconds, kw);
 }
 
-int ckpt_save(struct ckpt_mgr *c, const struct ckpt_meta *m)
+/* Write and commit the checkpoint of m's position with s: every rank
+ * returns the same result (0, or the failure to hand to failed()). */
+static int save_with(struct ckpt_mgr *c, const struct saver *s, const struct ckpt_meta *m,
+                     struct saved *out)
 {
-    if (!ckpt_enabled(c)) return 0;
     char name[256], tmp[4400];
     struct ckpt_io io = {0};
-    double t0 = clock_now();
+    double t0 = clock_now(), bytes = 0;
+    *out = (struct saved){0};
     ckpt_file_name(m->epoch, m->step, name, sizeof name);
-    doing_all(c, "saving the checkpoint of epoch %lld step %lld (collective HDF5 I/O over all ranks)",
+    doing_all(c, s->lane, "saving the checkpoint of epoch %lld step %lld (collective HDF5 I/O over all ranks)",
               (long long)m->epoch, (long long)m->step);
     int rc = fsx_join(tmp, sizeof tmp - 4, c->dir, name);
     strcat(tmp, ".tmp");
     if (rc == 0 && is_root(c)) rc = probe(c, tmp);
-    rc = coll_agree(world(c), rc);
-    if (rc == 0) rc = file_write(c, tmp, m, &io);
+    rc = coll_agree(s->world, rc);
+    if (rc == 0) rc = file_write(c, s, tmp, m, &io, &bytes);
     if (rc == 0) {
-        watch_io(c, c->bytes); /* the commit syncs the file again on rank 0 */
-        doing_all(c, "committing the checkpoint of epoch %lld step %lld (rank 0 syncs and renames it)",
+        watch_io(c, s->lane, bytes); /* the commit syncs the file again on rank 0 */
+        doing_all(c, s->lane, "committing the checkpoint of epoch %lld step %lld (rank 0 syncs and renames it)",
                   (long long)m->epoch, (long long)m->step);
-        rc = coll_agree(world(c), is_root(c) ? commit(c, name, m) : 0);
-        watchdog_progress(watchdog_main(c->rt->watchdog));
+        rc = coll_agree(s->world, is_root(c) ? commit(c, name, m) : 0);
+        watchdog_progress(s->lane);
     }
     if (rc) {
         if (is_root(c)) unlink(tmp); /* never listed, so never loaded; tidy up */
-        return failed(c, "checkpoint", m, rc);
+        return rc;
     }
-    double dt = clock_now() - t0;
-    if (dt > c->longest) c->longest = dt;
-    warn_kill_wait(c, dt);
+    out->seconds = clock_now() - t0;
+    out->rate = c->rate;
+    /* committed: statistics that cannot be had are no failed save */
+    if (report_io(c, s->world, "saved", name, m, &io, out->seconds) && is_root(c))
+        runlog_line(c->rt->log, "warning: the statistics of the checkpoint %s: %s", name, cairn_errmsg());
+    return 0;
+}
+
+/* The main thread takes in the outcome of the save of m: statistics, or
+ * the failure under checkpoint.on_failure. */
+static int take_outcome(struct ckpt_mgr *c, const struct ckpt_meta *m, int rc, const struct saved *out)
+{
+    if (rc) return failed(c, "checkpoint", m, rc);
+    if (out->seconds > c->longest) c->longest = out->seconds;
+    warn_kill_wait(c, out->seconds);
     c->last = *m;
     c->committed = true;
-    return report_io(c, "saved", name, m, &io, dt);
+    return 0;
+}
+
+/* The writer thread's work: the pending save, from the copy, over the
+ * writer's communicators and a watchdog lane of its own. */
+static int write_pending(void *arg, MPI_Comm world, MPI_Comm group, struct tensor **tensors)
+{
+    struct ckpt_mgr *c = arg;
+    struct saver s = {.world = world, .group = group, .tensors = tensors,
+                      .lane = watchdog_lane_open(c->rt->watchdog, "starting a background checkpoint save")};
+    c->writer_lane = s.lane;
+    int rc = save_with(c, &s, &c->pending, &c->pending_out);
+    c->writer_lane = NULL;
+    watchdog_lane_close(&s.lane);
+    return rc;
+}
+
+/* Copy this rank's persistent tensors (of a replicated one, group rank 0
+ * alone writes the value: the others keep its shape), then save the copy
+ * on the writer thread: the copy is the whole stall. */
+static int save_background(struct ckpt_mgr *c, const struct ckpt_meta *m)
+{
+    const struct layout *l = c->rt->layout;
+    const struct group *g = l->gid >= 0 ? &c->rt->plan->groups[l->gid] : NULL;
+    int n = g ? g->n_blobs : 0, rc = 0;
+    struct tensor **src = calloc((size_t)n + 1, sizeof *src);
+    enum ckpt_bg_take *take = calloc((size_t)n + 1, sizeof *take);
+    if (!src || !take) rc = cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    for (int b = 0; rc == 0 && b < n; b++) {
+        src[b] = &c->rt->ws->v[b].t;
+        bool value = g->blobs[b].type.dist != DIST_REPLICATED || l->grank == 0;
+        take[b] = !g->blobs[b].persistent ? CKPT_BG_NONE : value ? CKPT_BG_DATA : CKPT_BG_SHAPE;
+    }
+    doing_all(c, watchdog_main(c->rt->watchdog), "copying the state for a background save of the "
+              "checkpoint of epoch %lld step %lld", (long long)m->epoch, (long long)m->step);
+    if (rc == 0) rc = ckpt_bg_copy(c->bg, src, take);
+    free(src);
+    free(take);
+    rc = coll_agree(world(c), rc);
+    if (rc) return failed(c, "checkpoint", m, cairn_err_wrap(rc, "copying the state to save it: "));
+    c->pending = *m;
+    ckpt_bg_start(c->bg, write_pending, c);
+    return 0;
+}
+
+int ckpt_wait(struct ckpt_mgr *c)
+{
+    if (!c || !ckpt_bg_busy(c->bg)) return 0;
+    double waited = 0;
+    struct watchdog_lane *lane = watchdog_main(c->rt->watchdog);
+    watchdog_pause(lane); /* the writer's lane is watched meanwhile */
+    int rc = ckpt_bg_join(c->bg, &waited);
+    watchdog_progress(lane);
+    if (waited > 0 && is_root(c)) {
+        char at[96], fields[96];
+        runlog_line(c->rt->log, "waited %.3f s for the background save of the checkpoint %s", waited,
+                    ckpt_position(c->pending.epoch, c->pending.step, at, sizeof at));
+        snprintf(fields, sizeof fields, "\"seconds\":%.6f", waited);
+        runlog_metric(c->rt->log, "ckpt_wait", c->pending.epoch, c->pending.step, fields);
+    }
+    return take_outcome(c, &c->pending, rc, &c->pending_out);
+}
+
+bool ckpt_writing(const struct ckpt_mgr *c) { return c && ckpt_bg_running(c->bg); }
+bool ckpt_async(const struct ckpt_mgr *c) { return c && c->bg; }
+
+/* Write and commit the checkpoint of m's position on this thread. */
+static int save_now(struct ckpt_mgr *c, const struct ckpt_meta *m)
+{
+    struct saved out;
+    struct tensor **t = NULL;
+    struct ckpt_view v;
+    doing_all(c, watchdog_main(c->rt->watchdog), "saving the checkpoint of epoch %lld step %lld "
+              "(collective HDF5 I/O over all ranks)", (long long)m->epoch, (long long)m->step);
+    int rc = coll_agree(world(c), make_view(c, &v, &t));
+    if (rc == 0) {
+        struct saver s = main_saver(c, t);
+        rc = save_with(c, &s, m, &out);
+    }
+    free(t);
+    return take_outcome(c, m, rc, &out);
+}
+
+int ckpt_save(struct ckpt_mgr *c, const struct ckpt_meta *m, bool now)
+{
+    if (!ckpt_enabled(c)) return 0;
+    double t0 = clock_now();
+    bool background = c->bg && !now;
+    int rc = ckpt_wait(c);
+    if (rc == 0) rc = background ? save_background(c, m) : save_now(c, m);
+    if (is_root(c)) { /* every rank leaves the save together (it ends in an agreement) */
+        char fields[96];
+        snprintf(fields, sizeof fields, "\"seconds\":%.6f,\"background\":%s", clock_now() - t0,
+                 background ? "true" : "false");
+        runlog_metric(c->rt->log, "ckpt_stall", m->epoch, m->step, fields);
+    }
+    return rc;
 }
 
 /* ---- upload -------------------------------------------------------------------------- */

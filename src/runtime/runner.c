@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -312,12 +313,13 @@ cleanup:
     return rc;
 }
 
-/* A checkpoint of a settled state: no extension has a message in flight. */
-static int save_settled(struct runtime *rt, const struct ckpt_meta *m)
+/* A checkpoint of a settled state: no extension has a message in flight.
+ * now: committed before the return, also with checkpoint.async. */
+static int save_settled(struct runtime *rt, const struct ckpt_meta *m, bool now)
 {
     int rc = 0;
     CAIRN_CHECK(quiesce_exts(rt));
-    CAIRN_CHECK(ckpt_save(rt->ckpt, m));
+    CAIRN_CHECK(ckpt_save(rt->ckpt, m, now));
 cleanup:
     return rc;
 }
@@ -325,12 +327,14 @@ cleanup:
 /* ---- preemption ------------------------------------------------------------- */
 
 /* Stop this far before the job's end: the longest checkpoint and step so
- * far, with room to spare, unless slurm.time_margin says otherwise. */
+ * far, with room to spare, unless slurm.time_margin says otherwise.  A
+ * stop with a background save in flight finishes it first: two saves. */
 static double time_margin(const struct runtime *rt)
 {
     double m = rt->plan->job->slurm.time_margin;
     if (m > 0) return m;
-    return 1.25 * (ckpt_longest_save(rt->ckpt) + rt->longest_step) + 5;
+    double saves = ckpt_async(rt->ckpt) ? 2 : 1;
+    return 1.25 * (saves * ckpt_longest_save(rt->ckpt) + rt->longest_step) + 5;
 }
 
 /* Rank 0: the Slurm job's end time, asked again at most once a minute
@@ -345,16 +349,19 @@ static void refresh_end_time(struct runtime *rt)
 
 /* At a step boundary: has any rank received a preemption signal, or is the
  * job's end near?  One small collective; every rank gets the same answer
- * in *why (0: carry on; a signal number; -1: the time limit). */
+ * in *why (0: carry on; a signal number; -1: the time limit).  It also
+ * tells whether every rank's background save has finished: its outcome
+ * (a failure under checkpoint.on_failure) is then taken here. */
 static int must_stop(struct runtime *rt, int *why)
 {
-    int rc = 0, v[2] = {preempt_signal(), 0};
+    int rc = 0, v[3] = {preempt_signal(), 0, ckpt_writing(rt->ckpt)};
     *why = 0;
     if (!ckpt_enabled(rt->ckpt)) return 0; /* nothing to save; see setup() */
     double t = (double)time(NULL) + fault_clock(&rt->fault, rt->layout->rank, rt->epoch, rt->step);
     if (rt->end_time > 0 && rt->end_time - t < time_margin(rt)) v[1] = 1;
     guard_all(rt, "agreeing whether to stop here (a signal, the time limit)");
-    CAIRN_CHECK(coll_allreduce(MPI_IN_PLACE, v, 2, MPI_INT, MPI_MAX, rt->layout->world));
+    CAIRN_CHECK(coll_allreduce(MPI_IN_PLACE, v, 3, MPI_INT, MPI_MAX, rt->layout->world));
+    if (!v[2]) CAIRN_CHECK(ckpt_wait(rt->ckpt)); /* over on every rank: no waiting */
     *why = v[0] ? v[0] : v[1] ? -1 : 0;
 cleanup:
     return rc;
@@ -403,7 +410,8 @@ static int preempted(struct runtime *rt, const struct run_opts *o, const struct 
         snprintf(what, sizeof what, "the time limit (margin %.0f s)", time_margin(rt));
     ckpt_position(m->epoch, m->step, at, sizeof at);
     if (is_root(rt)) runlog_line(rt->log, "preempted by %s %s: saving and stopping", what, at);
-    if (!tried) CAIRN_CHECK(save_settled(rt, m));
+    /* a save of this position tried in the background ends first */
+    CAIRN_CHECK(tried ? ckpt_wait(rt->ckpt) : save_settled(rt, m, true));
     bool saved = ckpt_committed_at(rt->ckpt, m);
     if (saved)
         snprintf(outcome, sizeof outcome, "checkpoint saved in %s", ckpt_dir(rt->ckpt));
@@ -468,6 +476,22 @@ static void watchdog_follow(struct runtime *rt)
     watchdog_limit(rt->watchdog, step > save ? step : save);
 }
 
+/* Rank 0, once: synchronous saves that hold training up for a tenth of an
+ * epoch or more (and a second at least) could be written in the
+ * background.  Not the default: the copy costs memory, which a job sized
+ * to its nodes may not have. */
+static void hint_async(struct runtime *rt, double epoch_seconds)
+{
+    double save = ckpt_longest_save(rt->ckpt);
+    if (!is_root(rt) || rt->async_hinted || rt->plan->job->ckpt.async || save < 1 || save < 0.1 * epoch_seconds)
+        return;
+    rt->async_hinted = true;
+    runlog_line(rt->log, "note: a checkpoint save held training up for %.1f s (epochs take %.1f s); with "
+                         "checkpoint.async = true it is written in the background from a copy of each "
+                         "rank's state, which costs that much memory more",
+                save, epoch_seconds);
+}
+
 /* Epochs from the one after m->epoch (from step m->step + 1 of it) until a
  * stop condition holds, checkpointing every checkpoint.every epochs and
  * after the last.  A checkpoint records whether a stop blob held
@@ -493,11 +517,13 @@ static int run_epochs(struct runtime *rt, const struct run_opts *o, struct ckpt_
         bool by_blob = false, by_max = false;
         CAIRN_CHECK(should_stop(rt, e, &by_blob, &by_max));
         *m = (struct ckpt_meta){.epoch = e, .step = 0, .done = by_blob};
-        CAIRN_CHECK(log_epoch(rt, e, clock_now() - t0));
+        double took = clock_now() - t0;
+        CAIRN_CHECK(log_epoch(rt, e, took));
         bool stop = by_blob || by_max, tried = false;
         if (ckpt_enabled(rt->ckpt) && (stop || e % ckpt_every(rt->ckpt) == 0)) {
-            CAIRN_CHECK(save_settled(rt, m));
+            CAIRN_CHECK(save_settled(rt, m, stop)); /* the last one is committed before download */
             tried = true;
+            hint_async(rt, took);
         }
         if (stop) break; /* the epochs are over: finish rather than stop */
         watchdog_follow(rt);
@@ -526,7 +552,7 @@ static int start(struct runtime *rt, struct ckpt_meta *m)
         return 0;
     }
     CAIRN_CHECK(run_phase(rt, PHASE_INIT));
-    CAIRN_CHECK(save_settled(rt, m));
+    CAIRN_CHECK(save_settled(rt, m, false));
 cleanup:
     return rc;
 }
@@ -548,6 +574,28 @@ cleanup:
 }
 
 /* ---- entry ---------------------------------------------------------------- */
+
+/* Collective: the largest peak resident memory of any rank (MiB), and
+ * which rank, for rank 0 to log. */
+static int peak_memory(struct runtime *rt, double *mb, int *rank)
+{
+    struct rusage ru;
+    double mine = getrusage(RUSAGE_SELF, &ru) == 0 ? (double)ru.ru_maxrss / 1024 : 0; /* kB */
+    double *all = is_root(rt) ? calloc((size_t)rt->layout->size, sizeof *all) : NULL;
+    int rc = is_root(rt) && !all ? cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory") : 0;
+    rc = coll_agree(rt->layout->world, rc);
+    if (rc == 0) {
+        guard_all(rt, "gathering the ranks' peak memory");
+        rc = coll_gather_double(rt->layout->world, mine, all);
+    }
+    for (int r = 0; rc == 0 && all && r < rt->layout->size; r++)
+        if (all[r] > *mb) {
+            *mb = all[r];
+            *rank = r;
+        }
+    free(all);
+    return rc;
+}
 
 /* Collective: each extension's state on this rank; an extension that
  * counts its own steps (one pass over its data) sets the epoch's length. */
@@ -639,20 +687,26 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
     CAIRN_CHECK(must_stop(&rt, &why));
     if (why) CAIRN_CHECK(preempted(&rt, o, &m, why, true)); /* during start-up: its save was just tried */
     CAIRN_CHECK(run_epochs(&rt, o, &m));
+    CAIRN_CHECK(ckpt_wait(rt.ckpt)); /* the init's save, when no epoch ran */
     CAIRN_CHECK(quiesce_exts(&rt));
     CAIRN_CHECK(ckpt_upload(rt.ckpt));
     CAIRN_CHECK(run_phase(&rt, PHASE_DOWNLOAD));
     CAIRN_CHECK(run_phase(&rt, PHASE_EXIT));
     CAIRN_CHECK(log_late_signal(&rt));
     *epochs = m.epoch;
+    int peak_rank = 0;
+    double peak = 0;
+    CAIRN_CHECK(peak_memory(&rt, &peak, &peak_rank));
     if (is_root(&rt)) {
         ckpt_run_ended(rt.ckpt);
-        char fields[128];
-        runlog_line(rt.log, "job %s finished: %lld epoch%s run (%lld in this run) in %.3f s",
+        char fields[192];
+        runlog_line(rt.log, "job %s finished: %lld epoch%s run (%lld in this run) in %.3f s; "
+                            "peak memory %.1f MiB (rank %d, the most of any)",
                     p->job->name, (long long)m.epoch, m.epoch == 1 ? "" : "s",
-                    (long long)(m.epoch - first), clock_now() - t0);
-        snprintf(fields, sizeof fields, "\"epochs\":%lld,\"this_run\":%lld,\"seconds\":%.6f",
-                 (long long)m.epoch, (long long)(m.epoch - first), clock_now() - t0);
+                    (long long)(m.epoch - first), clock_now() - t0, peak, peak_rank);
+        snprintf(fields, sizeof fields, "\"epochs\":%lld,\"this_run\":%lld,\"seconds\":%.6f,"
+                 "\"peak_mib\":%.1f,\"peak_rank\":%d",
+                 (long long)m.epoch, (long long)(m.epoch - first), clock_now() - t0, peak, peak_rank);
         runlog_metric(rt.log, "done", m.epoch, 0, fields);
     }
 cleanup:

@@ -428,6 +428,8 @@ void train_configure(struct cfg *c, const config_setting_t *root, void **spec)
         t->debug_grads = cfg_str(c, dbg, "grads", false, NULL);
         if (t->debug_grads && !*t->debug_grads)
             cfg_err(c, config_setting_get_member(dbg, "grads"), "debug.grads must name a file");
+        if (t->debug_grads)
+            cfg_locate(c, config_setting_get_member(dbg, "grads"), &t->debug_file, &t->debug_line);
         t->debug_gatherv = cfg_bool(c, dbg, "compare_gatherv", false);
     }
     parse_stop_metrics(c, root, t);

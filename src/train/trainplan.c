@@ -176,8 +176,9 @@ static double stage_bytes(const struct train_spec *t, int s, int64_t T, int R)
 /* Bytes the first (largest) PS shard holds: its rows of every parameter,
  * the optimizer's state for them, and their gradient (the replicas' sum:
  * one, whatever R); its rows of every table and their state (a table's
- * gradient is only of the rows a step touches). */
-static double shard_bytes(const struct train_spec *t, int P)
+ * gradient is only of the rows a step touches); with background saves
+ * (copy), the copy of its parameters, tables and state. */
+static double shard_bytes(const struct train_spec *t, int P, bool copy)
 {
     int states = optim_states(t->opt);
     double n = 0, tables = 0;
@@ -193,10 +194,11 @@ static double shard_bytes(const struct train_spec *t, int P)
         block_range(t->tables[e].rows, P, 0, &lo, &hi);
         tables += (double)((hi - lo) * t->tables[e].dim);
     }
-    return (n * (2.0 + states) + tables * (1.0 + states)) * (double)dtype_size(t->dtype);
+    double saved = (n + tables) * (1.0 + states);
+    return (n * (2.0 + states) + tables * (1.0 + states) + (copy ? saved : 0)) * (double)dtype_size(t->dtype);
 }
 
-static int check_memory(const struct train_spec *t, int R, int P, struct diags *d)
+static int check_memory(const struct train_spec *t, int R, int P, bool copy, struct diags *d)
 {
     double cap = (double)t->rank_memory_mb * 1048576.0, mib = 1048576.0;
     int errors = 0;
@@ -216,17 +218,20 @@ static int check_memory(const struct train_spec *t, int R, int P, struct diags *
                   s, need / mib, (long long)t->ranks_per_stage, (long long)t->rank_memory_mb, hint);
         errors++;
     }
-    double need = shard_bytes(t, P);
+    double need = shard_bytes(t, P, copy);
     if (need > cap) {
         int64_t fits = P;
-        while (fits < (1 << 16) && shard_bytes(t, (int)fits) > cap) fits++;
-        char hint[96] = ": no shard count fits it";
-        if (shard_bytes(t, (int)fits) <= cap)
+        while (fits < (1 << 16) && shard_bytes(t, (int)fits, copy) > cap) fits++;
+        char hint[160] = ": no shard count fits it";
+        if (shard_bytes(t, (int)fits, copy) <= cap)
             snprintf(hint, sizeof hint, ": it fits with ps.shards = %lld", (long long)fits);
+        if (copy && shard_bytes(t, P, false) <= cap)
+            snprintf(hint + strlen(hint), sizeof hint - strlen(hint), ", or with checkpoint.async = false");
         diags_add(d, t->memory_file, t->memory_line,
                   "each PS shard needs up to %.1f MiB (parameters, tables, optimizer state and "
-                  "gradients) with ps.shards = %d, over model.rank_memory_mb = %lld%s",
-                  need / mib, P, (long long)t->rank_memory_mb, hint);
+                  "gradients%s) with ps.shards = %d, over model.rank_memory_mb = %lld%s",
+                  need / mib, copy ? ", and their copy for checkpoint.async" : "", P,
+                  (long long)t->rank_memory_mb, hint);
         errors++;
     }
     return errors;
@@ -256,9 +261,10 @@ int trainplan_describe(const void *spec, const void *part, struct strbuf *out)
         double b = stage_bytes(t, s, t->ranks_per_stage, tp->replicas);
         if (b > most) most = b;
     }
-    strbuf_addf(out, "  memory: up to %.1f MiB per stage rank, %.1f MiB per PS shard (model.rank_memory_mb "
+    strbuf_addf(out, "  memory: up to %.1f MiB per stage rank, %.1f MiB per PS shard%s (model.rank_memory_mb "
                      "counts these)\n",
-                most / mib, shard_bytes(t, tp->shards) / mib);
+                most / mib, shard_bytes(t, tp->shards, tp->ckpt_copy) / mib,
+                tp->ckpt_copy ? " with its copy for checkpoint.async" : "");
     return 0;
 }
 
@@ -280,7 +286,16 @@ int trainplan_groups(const struct plan *p, const void *spec, struct group **gen,
     }
     g[S] = (struct group){.name = "ps", .nranks = P, .file = t->shards_file,
                           .line = t->shards_line};
-    int errors = check_memory(t, R, P, d);
+    const struct ckpt_spec *k = &p->job->ckpt;
+    bool copy = k->async && k->every > 0;
+    int errors = check_memory(t, R, P, copy, d);
+    if (copy && t->debug_grads) {
+        diags_add(d, t->debug_file, t->debug_line,
+                  "debug.grads writes its file with collective HDF5 calls in the first step, which "
+                  "cannot run beside a background save (this HDF5 is not thread-safe): set "
+                  "checkpoint.async = false with it");
+        errors++;
+    }
     for (int i = 0; i < p->job->n_groups; i++) {
         const struct group_spec *u = &p->job->groups[i];
         for (int k = 0; k < n; k++) {
@@ -307,6 +322,7 @@ static void geometry(struct tp *x)
     tp->block = (int)t->block;
     tp->replicas = x->p->groups[0].nranks / tp->ranks_per_stage;
     tp->shards = x->p->groups[tp->stages].nranks;
+    tp->ckpt_copy = x->p->job->ckpt.async && x->p->job->ckpt.every > 0;
     tp->n_layers = t->n_layers;
     tp->stage_group = arena_alloc(x->a, (size_t)tp->stages * sizeof *tp->stage_group);
     tp->first_layer = arena_alloc(x->a, (size_t)(tp->stages + 1) * sizeof *tp->first_layer);
