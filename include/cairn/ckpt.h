@@ -11,8 +11,15 @@
  * the index and the resume falls back to the newest older one that loads.
  * Fault points (CAIRN_FAULT=kill:POINT:RANK[:EPOCH]): write (between
  * datasets, any rank), before_rename, after_rename, index_tmp, after_index
- * (rank 0); hold:POINT keeps a background save there until the run waits
- * for it. */
+ * (rank 0), and local (every rank's node-local part written, before the
+ * partner copies) and local_index (rank 0) of a node-local save;
+ * hold:POINT keeps a background save there until the run waits for it.
+ *
+ * With checkpoint.local, saves go to the node-local tier (ckpt_local.h),
+ * and also to the shared directory at a run's first save and then every
+ * flush_every epochs; a stop (now) saves there alone.  A resume takes the
+ * newest of the two tiers and falls back to the shared one if the
+ * node-local one cannot be loaded. */
 #ifndef CAIRN_CKPT_H
 #define CAIRN_CKPT_H
 
@@ -81,9 +88,14 @@ void ckpt_run_ended(struct ckpt_mgr *c);
 bool ckpt_enabled(const struct ckpt_mgr *c);
 int64_t ckpt_every(const struct ckpt_mgr *c);
 double ckpt_longest_save(const struct ckpt_mgr *c); /* seconds, 0 before the first */
+/* The longest of the saves that wrote the shared file, which is what a
+ * stop writes (the longest save of any kind if that is longer). */
+double ckpt_longest_stop_save(const struct ckpt_mgr *c);
 /* Whether m's position is the one this run last committed or resumed
  * from (false after a save of it failed with on_failure = "warn"). */
 bool ckpt_committed_at(const struct ckpt_mgr *c, const struct ckpt_meta *m);
+/* Saves go to a node-local tier (checkpoint.local) first. */
+bool ckpt_local_tier(const struct ckpt_mgr *c);
 const char *ckpt_dir(const struct ckpt_mgr *c);
 
 #endif

@@ -26,6 +26,8 @@ int fsx_write_synced(const char *path, const void *data, size_t len);
 /* Can this process open path (created if create and missing) for
  * writing?  CAIRN_EIO if not. */
 int fsx_open_write(const char *path, bool create);
+/* Write all of data to fd (path names it in the error).  Errors: CAIRN_EIO. */
+int fsx_write_fd(int fd, const void *data, size_t len, const char *path);
 /* Read a whole file into a NUL-terminated buffer the caller frees. */
 int fsx_read_all(const char *path, char **data, size_t *len);
 /* Copy src to dst durably (via dst.tmp + rename). */

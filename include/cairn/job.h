@@ -92,6 +92,10 @@ struct stop_spec {
 
 /* checkpoint.async when the job file does not say (see cairn-job(5)) */
 #define CKPT_ASYNC_DEFAULT false
+/* checkpoint.flush_every when the job file does not say: with a node-local
+ * tier, every tenth epoch's save also goes to the shared directory (a loss
+ * that takes a part and its partner copy costs at most that many epochs) */
+#define CKPT_FLUSH_EVERY_DEFAULT 10
 
 struct ckpt_spec {
     const char *dir;       /* NULL: RUN_DIR/ckpt */
@@ -104,6 +108,8 @@ struct ckpt_spec {
     int64_t stripe_size;   /* their size in bytes (MPI-IO hint); 0: the file system's default */
     int64_t align;         /* datasets start at multiples of it; 0: packed, -1: automatic */
     bool async;            /* write in the background from a copy of the state */
+    const char *local;     /* node-local tier's directory on every node; NULL: none */
+    int64_t flush_every;   /* with local: epochs whose saves also go to dir (multiples of it) */
 };
 
 struct slurm_spec {

@@ -11,6 +11,10 @@
 # BENCH_STATE=table saves an embedding table instead (ckpt_table.sh):
 # 10,000,000 x 16 f32 with Adam's two moments (1.92 GB) on the 2 PS
 # shards of a model job with 2 replicas.
+# BENCH_TIER=local adds a node-local tier (checkpoint.local, ckpt_local.sh):
+# its save (each rank's part in a directory of its node, and on several
+# nodes a partner copy on the next) against dd of the bytes the tier
+# writes, and the flush to the shared directory (the write above).
 set -eu
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -21,6 +25,8 @@ dir=${BENCH_DIR:-$root/build/bench/ckpt}
 rows=${BENCH_ROWS:-131072} # x 1024 f64 = 1 GiB
 state=${BENCH_STATE:-fill}
 [ "$state" = table ] && dir=${BENCH_DIR:-$root/build/bench/ckpt-table}
+tier=${BENCH_TIER:-shared}
+[ "$tier" = local ] && dir=${BENCH_DIR:-$dir-local}
 rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
 [ "$(id -u)" = 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1 OPENBLAS_NUM_THREADS=1
@@ -68,6 +74,10 @@ epoch = ( { group = "state"; steps = ( { op = "scale"; in = "w"; out = "w"; fact
 stop = { max_epochs = 1; };
 CFG
 fi
+# the node-local tier: its save after init (epoch 0, flushed too)
+local_dir=$dir/nodelocal
+[ "$nodes" -gt 1 ] && local_dir=$cluster/nodelocal
+[ "$tier" = local ] && echo "checkpoint = { local = \"$local_dir\"; };" >>bench.cfg
 
 drop() { /usr/bin/python3 -c '
 import os, sys
@@ -82,8 +92,16 @@ print(min(r["seconds"] for r in rows))' "$@"; }
 # The disk is shared and noisy: raw and cairn take turns, three rounds, and
 # each figure is the best of its rounds.
 best() { printf '%s\n' "$@" | sort -g | head -n 1; }
-raw_w=() raw_r=()
+raw_w=() raw_r=() raw_l=()
+copies=1
+[ "$nodes" -gt 1 ] && copies=2 # each part and its partner copy
 for i in 1 2 3; do
+    if [ "$tier" = local ]; then
+        mkdir -p "$dir/nodelocal"
+        dd if=/dev/zero of="$dir/nodelocal/raw.bin" bs=16M count=$((copies * bytes / 16777216)) conv=fdatasync 2>raw_l.txt
+        raw_l+=("$(secs raw_l.txt)")
+        rm "$dir/nodelocal/raw.bin"
+    fi
     dd if=/dev/zero of=raw.bin bs=16M count=$((bytes / 16777216)) conv=fdatasync 2>raw_w.txt
     raw_w+=("$(secs raw_w.txt)")
     drop raw.bin
@@ -102,6 +120,16 @@ save=$(metric run/metrics.jsonl ckpt_save)
 load=$(metric run/metrics.jsonl ckpt_load)
 grep "checkpoint saved: epoch 1" save.log | sed 's/.*cairn: //'
 grep "checkpoint loaded" load.log | sed 's/.*cairn: //'
+if [ "$tier" = local ]; then
+    grep "checkpoint saved (node-local)" save.log | sed 's/.*cairn: //'
+    /usr/bin/python3 - "$bytes" "$copies" "$(best "${raw_l[@]}")" "$(metric run/metrics.jsonl ckpt_local_save)" <<'PY'
+import sys
+b, copies, rl, cl = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+gb = b * copies / 1e9
+print(f"node-local write ({copies} cop{'y' if copies == 1 else 'ies'}): raw {gb / rl:.3f} GB/s, "
+      f"cairn {gb / cl:.3f} GB/s, ratio {rl / cl:.2f} (target 0.9); the flush is the write below (target 0.8)")
+PY
+fi
 
 /usr/bin/python3 - "$bytes" "$raw_w" "$raw_r" "$save" "$load" "$nodes" "$state" <<'PY'
 import sys

@@ -139,25 +139,34 @@ case_limit() {
 #   kill-in-save the node dies while rank 2 writes checkpoint 2 (paused
 #                there by CAIRN_FAULT): epoch 1's checkpoint is resumed;
 #   cut          the node's network link goes down mid-epoch;
-#   slurm-first  the node dies and Slurm marks it DOWN at once.
+#   slurm-first  the node dies and Slurm marks it DOWN at once;
+#   local        with a node-local checkpoint tier (checkpoint.local on
+#                each node's own disk, flushed every 10 epochs), the node
+#                dies while rank 2 writes the final shared checkpoint
+#                (paused there): the newest checkpoint is epoch 2's, on the
+#                nodes alone, and rank 2's part survives only as the
+#                partner copy on node1, from which the rerun restores it.
 # Apart from slurm-first, cairn acts first (Slurm would notice the node
 # only after its 300 s timeout): every rank of the run has to be gone
 # within BOUND seconds, and cairn.sbatch has to run cairn again on the two
 # nodes left.  Once that run has finished, the test marks the node DOWN (or
 # heals the link) so that the job can end, as a health check would.
 lose_node() {
-    local tag=$1 how=$3 j t0 took bin=$CAIRN flex=() pids
+    local tag=$1 how=$3 j t0 took bin=$CAIRN extra=() pids paused=2
+    [ "$how" = local ] && paused=3 # the save rank 2 is paused in
     [ "$how" = kill-in-save ] && first_run_fault pause:write:2:2 && bin=$PWD/once.sh
+    [ "$how" = local ] && first_run_fault pause:write:2:3 && bin=$PWD/once.sh &&
+        extra=(--set "checkpoint.local=\"$cluster/nodelocal\"" --set checkpoint.flush_every=10)
     # flex: whole nodes, 2 ranks on each, and 2 to 4 PS shards: 6 ranks (4
     # shards) on 3 nodes, then 4 ranks (2 shards) on the 2 left
     if [ "${4:-}" = flex ]; then
         sed '/^#SBATCH --ntasks=/d' "$SBATCH" >pernode.sbatch
-        flex=(--set "ps.shards=[2, 4]")
+        extra+=(--set "ps.shards=[2, 4]")
         local NTASKS=--exclusive SCRIPT=pernode.sbatch RANKS_PER_NODE=2
         export RANKS_PER_NODE
     fi
-    j=$(CAIRN=$bin submit "$tag" "$2" -N2-3 -- --set watchdog.timeout=10 "${flex[@]}")
-    if [ "$how" = kill-in-save ]; then
+    j=$(CAIRN=$bin submit "$tag" "$2" -N2-3 -- --set watchdog.timeout=10 "${extra[@]}")
+    if [ "$how" = kill-in-save ] || [ "$how" = local ]; then
         wait_log "$tag.out" "rank 2: CAIRN_FAULT pauses this rank at write"
     else
         wait_log "$tag/cairn.log" "checkpoint saved: epoch 1 step 0 "
@@ -190,7 +199,7 @@ lose_node() {
     # broken connection first and takes the rest with it, or an MPI call
     # failing ("lost"); the output names which.
     [ "$how" = slurm-first ] ||
-        expect_grep "$tag/death-explained" "$tag.out" "watchdog: no progress for 1[0-9] s \(watchdog.timeout 10 s\) in (epoch 2 step [0-9]+: (task|agreeing whether to stop here)|saving the checkpoint of epoch 2 step 0 )|srun: error: node[12]: tasks? [0-9,-]+: (Killed|Broken pipe|Terminated|Segmentation fault)|ORTE has lost communication with a remote daemon|exited on signal [0-9]+ \((Killed|Broken pipe|Terminated|Segmentation fault)\)|3 lost: rank [0-9]+ \(node[12]\)"
+        expect_grep "$tag/death-explained" "$tag.out" "watchdog: no progress for 1[0-9] s \(watchdog.timeout 10 s\) in (epoch 2 step [0-9]+: (task|agreeing whether to stop here)|saving the checkpoint of epoch $paused step 0 )|srun: error: node[12]: tasks? [0-9,-]+: (Killed|Broken pipe|Terminated|Segmentation fault)|ORTE has lost communication with a remote daemon|exited on signal [0-9]+ \((Killed|Broken pipe|Terminated|Segmentation fault)\)|3 lost: rank [0-9]+ \(node[12]\)"
     expect_grep "$tag/again-on-the-nodes-left" "$tag.out" "cairn.sbatch: 1 of 3 nodes do not answer; running again on node1,node2, "
     expect_grep "$tag/finished-in-place" "$tag.out" "cairn.sbatch: cairn exited with 0"
     expect_count "$tag/not-requeued" "$tag.out" "requeueing" 0
@@ -203,13 +212,18 @@ lose_node() {
     expect_eq "$tag/completed" "$(job_wait "$j")" COMPLETED
     expect_grep "$tag/placed-on-the-nodes-left" "$tag/cairn.log" "placement: node1: [^;]*; node2: [^;]*$"
     expect_grep "$tag/nodes-used-logged" "$tag/cairn.log" "slurm: job $j, restart 0, nodes node1,node2 of node\[1-3\], launched by $2"
-    if [ "$how" = kill-in-save ]; then
+    if [ "$how" = local ]; then
+        expect_count "$tag/saved-on-the-nodes" "$tag/cairn.log" "checkpoint saved \(node-local\): epoch [12] step 0 " 2
+        expect_count "$tag/not-flushed" "$tag/cairn.log" "checkpoint saved: epoch [12] step 0 " 0
+        expect_grep "$tag/from-partner-copies" "$tag/cairn.log" "node-local checkpoint local/ckpt-e000002: restored from partner copies for ranks? ([0-9]+, )*2(, [0-9]+)*, from the ranks' own copies for the rest"
+        expect_grep "$tag/resumed-node-local" "$tag/cairn.log" "resuming after epoch 2 "
+    elif [ "$how" = kill-in-save ]; then
         expect_grep "$tag/resumed-previous" "$tag/cairn.log" "resuming after epoch 1 "
         expect_count "$tag/save-never-committed" "$tag/cairn.log" "checkpoint saved: epoch 2 step 0 " 1
     else
         expect_grep "$tag/resumed" "$tag/cairn.log" "resuming after epoch [12] "
     fi
-    if [ ${#flex[@]} -gt 0 ]; then
+    if [ "${4:-}" = flex ]; then
         expect_grep "$tag/flex-placement" "$tag/cairn.log" "placement: node1: ranks 0,1 \(stage0, stage1\); node2: ranks 2,3 \(ps\); node3: ranks 4,5 \(ps\)"
         expect_grep "$tag/flex-placement-after" "$tag/cairn.log" "placement: node1: ranks 0,1 \(stage0, stage1\); node2: ranks 2,3 \(ps\)$"
         expect_grep "$tag/layout-changed" "$tag/cairn.log" "layout changed since that checkpoint: world 6 -> 4 ranks, ps 4 -> 2; sharded state re-split"
@@ -269,6 +283,18 @@ case_kill-in-save() { lose_node kill-in-save mpirun kill-in-save; }
 case_cut() { lose_node cut srun cut; }
 case_kill-slurm-first() { lose_node kill-slurm-first mpirun slurm-first; }
 
+# checkpoint.local on a directory every node sees: one clear line at
+# start-up naming the nodes that see it, exit 2, no requeue.
+case_local-shared() {
+    local j
+    j=$(submit local-shared mpirun -N3 -- --set "checkpoint.local=\"$PWD/not-local\"")
+    expect_eq local-shared/failed "$(job_wait "$j")" FAILED
+    expect_grep local-shared/named local-shared.out "checkpoint.local = \"$PWD/not-local\" is not node-local: node2 \(rank 1\), node3 \(rank 2\) see the file rank 0 \(node1\) wrote there"
+    expect_grep local-shared/exit-2 local-shared.out "cairn.sbatch: cairn exited with 2"
+    expect_count local-shared/not-requeued local-shared.out "requeueing" 0
+}
+case_local() { lose_node local mpirun local; }
+
 # Stopping a cluster with a dead node leaves nothing behind.
 case_stop() {
     local tag left
@@ -279,6 +305,6 @@ case_stop() {
         expect_eq cluster/stop-leaves-nothing "$left $(pgrep -fc "slurm(ctld|d) .*$cluster/slurm.conf" || true)" "0 0"
 }
 
-for c in ${NODES_CASES:-across nodelocal usr1 limit kill-mpirun kill-srun kill-in-save cut kill-slurm-first batch-host-mpirun batch-host-srun stop}; do
+for c in ${NODES_CASES:-across nodelocal local-shared local usr1 limit kill-mpirun kill-srun kill-in-save cut kill-slurm-first batch-host-mpirun batch-host-srun stop}; do
     "case_$c"
 done

@@ -460,23 +460,33 @@ static int cmd_run(int argc, char **argv)
 
 /* ---- ckpt ------------------------------------------------------------------- */
 
+/* Both tiers, by position; a node-local checkpoint (checkpoint.local) is
+ * named by its manifest, local/NAME. */
 static int ckpt_ls(const char *dir)
 {
-    struct ckpt_index idx = {0};
+    struct ckpt_index idx = {0}, local = {0};
+    char ldir[4400];
     if (access(dir, F_OK) != 0) {
         fprintf(stderr, "cairn: %s: no such directory\n", dir);
         return CAIRN_EXIT_INPUT;
     }
     int rc = ckpt_index_read(dir, &idx);
+    if (rc == 0) rc = fsx_join(ldir, sizeof ldir, dir, "local");
+    if (rc == 0) rc = ckpt_index_read(ldir, &local);
     if (rc) {
         fprintf(stderr, "cairn: %s\n", cairn_errmsg());
+        ckpt_index_free(&idx);
         return cairn_exit_code(rc);
     }
-    for (int i = 0; i < idx.n; i++)
-        printf("%lld\t%lld\t%s\t%lld\t%s\n", (long long)idx.v[i].epoch,
-               (long long)idx.v[i].step, idx.v[i].file, (long long)idx.v[i].bytes,
-               idx.v[i].ok ? "ok" : "bad");
+    for (int i = 0, j = 0; i < idx.n || j < local.n;) {
+        bool take_local = j < local.n && (i == idx.n || local.v[j].epoch < idx.v[i].epoch ||
+                                          (local.v[j].epoch == idx.v[i].epoch && local.v[j].step < idx.v[i].step));
+        const struct ckpt_entry *e = take_local ? &local.v[j++] : &idx.v[i++];
+        printf("%lld\t%lld\t%s%s\t%lld\t%s\n", (long long)e->epoch, (long long)e->step,
+               take_local ? "local/" : "", e->file, (long long)e->bytes, e->ok ? "ok" : "bad");
+    }
     ckpt_index_free(&idx);
+    ckpt_index_free(&local);
     return CAIRN_EXIT_OK;
 }
 

@@ -65,7 +65,7 @@ int fsx_fsync_parent(const char *path)
     return fsx_fsync_path(dirname(buf));
 }
 
-static int write_fd(int fd, const void *data, size_t len, const char *path)
+int fsx_write_fd(int fd, const void *data, size_t len, const char *path)
 {
     int rc = 0;
     const char *p = data;
@@ -100,7 +100,7 @@ int fsx_write_atomic(const char *path, const void *data, size_t len)
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     CAIRN_CHECK_ERRNO(fd >= 0, CAIRN_EIO, "cannot create %s", tmp);
-    CAIRN_CHECK(write_fd(fd, data, len, tmp));
+    CAIRN_CHECK(fsx_write_fd(fd, data, len, tmp));
     rc = finish_atomic(fd, tmp, path);
     fd = -1;
 cleanup:
@@ -114,7 +114,7 @@ static int write_file(const char *path, int flags, const void *data, size_t len)
 {
     int rc = 0, fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | flags, 0644);
     CAIRN_CHECK_ERRNO(fd >= 0, CAIRN_EIO, "cannot create %s", path);
-    CAIRN_CHECK(write_fd(fd, data, len, path));
+    CAIRN_CHECK(fsx_write_fd(fd, data, len, path));
     CAIRN_CHECK_ERRNO(fsync(fd) == 0, CAIRN_EIO, "cannot fsync %s", path);
     int c = close(fd);
     fd = -1;
@@ -187,7 +187,7 @@ int fsx_copy_atomic(const char *src, const char *dst)
         if (r < 0 && errno == EINTR) continue;
         CAIRN_CHECK_ERRNO(r >= 0, CAIRN_EIO, "cannot read %s", src);
         if (r == 0) break;
-        CAIRN_CHECK(write_fd(out, buf, (size_t)r, tmp));
+        CAIRN_CHECK(fsx_write_fd(out, buf, (size_t)r, tmp));
     }
     rc = finish_atomic(out, tmp, dst);
     out = -1;

@@ -658,10 +658,12 @@ static void parse_checkpoint(struct cfg *c, const config_setting_t *root)
     k->max_resumes = 3;
     k->async = CKPT_ASYNC_DEFAULT;
     k->align = -1;
+    k->flush_every = CKPT_FLUSH_EVERY_DEFAULT;
     const config_setting_t *s = cfg_section(c, root, "checkpoint", "{ dir = ...; every = N; }");
     if (!s) return;
     static const char *const keys[] = {"dir",    "every",       "keep",         "on_failure", "upload",
-                                       "max_resumes", "stripe_count", "stripe_size", "align", "async", NULL};
+                                       "max_resumes", "stripe_count", "stripe_size", "align", "async",
+                                       "local",  "flush_every", NULL};
     cfg_keys(c, s, "checkpoint", keys);
     k->stripe_count = cfg_int(c, s, "stripe_count", false, 0, 0, 2000); /* Lustre's most */
     k->stripe_size = cfg_int(c, s, "stripe_size", false, 0, 0, INT64_C(1) << 30);
@@ -675,6 +677,13 @@ static void parse_checkpoint(struct cfg *c, const config_setting_t *root)
     k->max_resumes = cfg_int(c, s, "max_resumes", false, 3, 1, 1000000);
     k->async = cfg_bool(c, s, "async", CKPT_ASYNC_DEFAULT);
     k->dir = cfg_str(c, s, "dir", false, NULL);
+    k->local = cfg_str(c, s, "local", false, NULL);
+    if (k->local && !k->local[0])
+        cfg_err(c, config_setting_get_member(s, "local"), "'local' must name a directory, not \"\"");
+    k->flush_every = cfg_int(c, s, "flush_every", false, CKPT_FLUSH_EVERY_DEFAULT, 1, INT64_MAX);
+    if (!k->local && config_setting_get_member(s, "flush_every"))
+        cfg_err(c, config_setting_get_member(s, "flush_every"),
+                "'flush_every' needs 'local' (the node-local tier whose saves it flushes)");
     k->every = cfg_int(c, s, "every", false, 1, 0, INT64_MAX);
     k->keep = cfg_int(c, s, "keep", false, 0, 0, INT64_MAX);
     const char *pol = cfg_str(c, s, "on_failure", false, "warn");

@@ -4,6 +4,8 @@
 #include "cairn/ckpt_bg.h"
 #include "cairn/ckpt_file.h"
 #include "cairn/ckpt_index.h"
+#include "cairn/ckpt_local.h"
+#include "cairn/checksum.h"
 #include "cairn/clock.h"
 #include "cairn/coll.h"
 #include "cairn/error.h"
@@ -37,10 +39,15 @@ struct saver {
     struct watchdog_lane *lane;
 };
 
+/* The tiers a save goes to (checkpoint.local). */
+enum { TIER_SHARED = 1, TIER_LOCAL = 2 };
+
 /* What a save did, for the main thread to take in. */
 struct saved {
     double seconds; /* from its start to its commit */
     double rate;    /* bytes per second, 0 if it failed */
+    int committed;  /* the tiers it committed */
+    bool local_failed;
 };
 
 struct ckpt_mgr {
@@ -52,6 +59,7 @@ struct ckpt_mgr {
     struct ckpt_meta last;         /* the position this run last committed or resumed ... */
     bool committed;                /* ... if there is one */
     double longest;
+    double longest_shared; /* of saves that wrote the shared file (what a stop writes) */
     double rate; /* bytes per second of this run's last save (every rank), 0: none yet */
     bool kill_wait_said;
     bool unreserved_said;
@@ -60,18 +68,36 @@ struct ckpt_mgr {
     struct ckpt_meta pending;
     struct saved pending_out;
     struct watchdog_lane *writer_lane; /* the writer's, while it writes */
+    int pending_tiers;
+    /* checkpoint.local: this job's directory on every node, the shared
+     * directory's list of node-local checkpoints, and the newest this run
+     * committed or resumed */
+    char local_root[4400];
+    char local_dir[4400];
+    bool local_committed;
+    bool skip_local; /* a resume found the node-local tier unusable */
 };
 
 static bool is_root(const struct ckpt_mgr *c) { return c->rt->layout->rank == 0; }
 static MPI_Comm world(const struct ckpt_mgr *c) { return c->rt->layout->world; }
+static const char (*hosts(const struct ckpt_mgr *c))[PLACEMENT_HOST_MAX]
+{
+    return (const char(*)[PLACEMENT_HOST_MAX])c->rt->layout->hosts;
+}
 
 bool ckpt_enabled(const struct ckpt_mgr *c) { return c && c->spec->every > 0; }
 int64_t ckpt_every(const struct ckpt_mgr *c) { return c->spec->every; }
 double ckpt_longest_save(const struct ckpt_mgr *c) { return c->longest; }
+double ckpt_longest_stop_save(const struct ckpt_mgr *c)
+{
+    return c->longest_shared > c->longest ? c->longest_shared : c->longest;
+}
+bool ckpt_local_tier(const struct ckpt_mgr *c) { return c && c->local_dir[0]; }
 bool ckpt_committed_at(const struct ckpt_mgr *c, const struct ckpt_meta *m)
 {
     return c->committed && c->last.epoch == m->epoch && c->last.step == m->step;
 }
+
 const char *ckpt_dir(const struct ckpt_mgr *c) { return c->dir; }
 
 /* At a point of a save: CAIRN_FAULT's kill, fill, ..., and hold, which
@@ -146,29 +172,45 @@ static void doing_all(const struct ckpt_mgr *c, struct watchdog_lane *lane, cons
     watchdog_peers(lane, 0, c->rt->layout->size, NULL);
 }
 
+/* A save's view: s's communicators and tensors (*t: the caller frees).
+ * Collective on s->world. */
+static int saver_view(const struct ckpt_mgr *c, const struct saver *s, struct ckpt_view *v,
+                      struct tensor ***t)
+{
+    const struct layout *l = c->rt->layout;
+    int rc = coll_agree(s->world, make_view(c, v, t));
+    if (rc) return rc;
+    v->comm = s->world;
+    v->group_comm = s->group;
+    for (int b = 0; l->gid >= 0 && b < c->rt->plan->groups[l->gid].n_blobs; b++) (*t)[b] = s->tensors[b];
+    return 0;
+}
+
+/* The persistent bytes of every rank, about (collective on s->world). */
+static int state_bytes(const struct ckpt_mgr *c, const struct saver *s, double *all)
+{
+    const struct layout *l = c->rt->layout;
+    double mine = 0;
+    for (int b = 0; l->gid >= 0 && b < c->rt->plan->groups[l->gid].n_blobs; b++)
+        if (c->rt->plan->groups[l->gid].blobs[b].persistent) mine += (double)tensor_bytes(s->tensors[b]);
+    return coll_allreduce(&mine, all, 1, MPI_DOUBLE, MPI_SUM, s->world);
+}
+
 /* *bytes: the file's size, about (every rank). */
 static int file_write(struct ckpt_mgr *c, const struct saver *s, const char *path,
                       const struct ckpt_meta *m, struct ckpt_io *io, double *bytes)
 {
     struct ckpt_view v;
     struct tensor **t = NULL;
-    double mine = 0, all = 0, t0 = clock_now();
-    const struct layout *l = c->rt->layout;
-    for (int b = 0; l->gid >= 0 && b < c->rt->plan->groups[l->gid].n_blobs; b++)
-        if (c->rt->plan->groups[l->gid].blobs[b].persistent) mine += (double)tensor_bytes(s->tensors[b]);
-    int rc = coll_allreduce(&mine, &all, 1, MPI_DOUBLE, MPI_SUM, s->world);
+    double all = 0, t0 = clock_now();
+    int rc = state_bytes(c, s, &all);
     if (rc) return rc;
     *bytes = all;
     watch_io(c, s->lane, all);
     doing_all(c, s->lane, "saving the checkpoint of epoch %lld step %lld (collective HDF5 I/O over all ranks)",
               (long long)m->epoch, (long long)m->step);
-    rc = coll_agree(s->world, make_view(c, &v, &t));
-    if (rc == 0) {
-        v.comm = s->world;
-        v.group_comm = s->group;
-        for (int b = 0; l->gid >= 0 && b < c->rt->plan->groups[l->gid].n_blobs; b++) t[b] = s->tensors[b];
-        rc = ckpt_file_write(&v, path, m, io);
-    }
+    rc = saver_view(c, s, &v, &t);
+    if (rc == 0) rc = ckpt_file_write(&v, path, m, io);
     watchdog_progress(s->lane);
     if (io->unreserved && !c->unreserved_said) { /* rank 0's finding */
         c->unreserved_said = true;
@@ -224,8 +266,8 @@ static int by_value(const void *a, const void *b)
 
 /* Bytes, wall time, GB/s and the per-rank spread of one save or load; the
  * slowest rank is the one the others waited for. */
-static int report_io(struct ckpt_mgr *c, MPI_Comm world, const char *what, const char *file,
-                     const struct ckpt_meta *m, const struct ckpt_io *io, double seconds)
+static int report_io(struct ckpt_mgr *c, MPI_Comm world, const char *what, const char *metric,
+                     const char *file, const struct ckpt_meta *m, const struct ckpt_io *io, double seconds)
 {
     int rc = 0, size = c->rt->layout->size;
     double *t = is_root(c) ? malloc((size_t)size * 2 * sizeof *t) : NULL;
@@ -255,8 +297,7 @@ static int report_io(struct ckpt_mgr *c, MPI_Comm world, const char *what, const
              "\"rank_median\":%.6f,\"rank_max\":%.6f,\"slowest_rank\":%d",
              file, (unsigned long long)bytes, seconds, gbps, t[size], t[size + size / 2],
              t[2 * size - 1], slowest);
-    runlog_metric(c->rt->log, strcmp(what, "saved") == 0 ? "ckpt_save" : "ckpt_load", m->epoch,
-                  m->step, fields);
+    runlog_metric(c->rt->log, metric, m->epoch, m->step, fields);
 cleanup:
     free(t);
     return rc;
@@ -282,31 +323,38 @@ cleanup:
 static int check_fresh(struct ckpt_mgr *c)
 {
     int rc = 0;
-    struct ckpt_index idx = {0};
+    struct ckpt_index idx = {0}, local = {0};
+    char dir[4400];
+    CAIRN_CHECK(fsx_join(dir, sizeof dir, c->dir, "local"));
     CAIRN_CHECK(ckpt_index_read(c->dir, &idx));
-    if (idx.n == 0) goto cleanup;
+    CAIRN_CHECK(ckpt_index_read(dir, &local)); /* the node-local tier's list (checkpoint.local) */
+    if (idx.n + local.n == 0) goto cleanup;
+    int64_t newest = idx.n ? idx.v[idx.n - 1].epoch : -1;
+    if (local.n && local.v[local.n - 1].epoch > newest) newest = local.v[local.n - 1].epoch;
     if (!c->ro.force)
         CAIRN_FAIL(CAIRN_EINPUT,
                    "%s already holds checkpoints (newest: epoch %lld); resume with "
                    "--resume=auto, or start over with --resume=none --force, which deletes them",
-                   c->dir, (long long)idx.v[idx.n - 1].epoch);
+                   c->dir, (long long)newest);
     CAIRN_CHECK(clear_dir(c->dir, &idx));
-    runlog_line(c->rt->log, "--force: deleted %d checkpoint%s in %s", idx.n, idx.n == 1 ? "" : "s",
-                c->dir);
+    CAIRN_CHECK(clear_dir(dir, &local));
+    runlog_line(c->rt->log, "--force: deleted %d checkpoint%s in %s", idx.n + local.n,
+                idx.n + local.n == 1 ? "" : "s", c->dir);
 cleanup:
     ckpt_index_free(&idx);
+    ckpt_index_free(&local);
     return rc;
 }
 
-/* Rank 0: "node3 (rank 2), node4 (ranks 5-6)" for the ranks that do not
- * see the token, hosts in rank order. */
-static int blind_list(const struct ckpt_mgr *c, const int *seen, struct strbuf *b)
+/* Rank 0: "node3 (rank 2), node4 (ranks 5-6)" for the ranks r with
+ * odd[r], hosts in rank order. */
+static int rank_list(const struct ckpt_mgr *c, const int *odd, struct strbuf *b)
 {
     const struct layout *l = c->rt->layout;
     for (int r = 0; r < l->size; r++) {
-        if (seen[r] || (r > 0 && !seen[r - 1] && strcmp(l->hosts[r], l->hosts[r - 1]) == 0)) continue;
+        if (!odd[r] || (r > 0 && odd[r - 1] && strcmp(l->hosts[r], l->hosts[r - 1]) == 0)) continue;
         int last = r;
-        while (last + 1 < l->size && !seen[last + 1] && strcmp(l->hosts[last + 1], l->hosts[r]) == 0)
+        while (last + 1 < l->size && odd[last + 1] && strcmp(l->hosts[last + 1], l->hosts[r]) == 0)
             last++;
         strbuf_addf(b, "%s%s (rank %d", b->len ? ", " : "", l->hosts[r], r);
         if (last > r) strbuf_addf(b, "-%d", last);
@@ -315,44 +363,126 @@ static int blind_list(const struct ckpt_mgr *c, const int *seen, struct strbuf *
     return strbuf_finish(b);
 }
 
-/* A checkpoint is one file that every rank opens, so a directory some
- * nodes do not see (a node-local disk) would fail deep in MPI-IO later, or
- * let nodes write files of their own.  Rank 0 leaves a uniquely named file
- * there and every rank looks for it: once, at start-up. */
-static int check_shared(struct ckpt_mgr *c)
+/* Rank 0 leaves a uniquely named file in dir and every rank looks for it:
+ * on rank 0, seen[r] says whether rank r saw it (*seen NULL, and no
+ * error, where rank 0 could not leave one: a directory it cannot write to
+ * fails every save, which checkpoint.on_failure handles). */
+static int token_seen(struct ckpt_mgr *c, const char *dir, int **seen)
 {
     const struct layout *l = c->rt->layout;
-    int rc = 0, seen = 0, *all = NULL;
+    int rc = 0, mine = 0, *all = NULL;
     char name[128] = "", path[4400] = "";
-    struct strbuf b = {0};
+    *seen = NULL;
     if (is_root(c)) {
-        snprintf(name, sizeof name, ".shared-%s-%ld-%lld", l->host, (long)getpid(),
-                 (long long)time(NULL));
+        snprintf(name, sizeof name, ".token-%s-%ld-%lld", l->host, (long)getpid(), (long long)time(NULL));
         all = malloc((size_t)l->size * sizeof *all);
-        /* a directory rank 0 cannot write to fails every save, which
-         * checkpoint.on_failure handles: nothing to check here */
-        if (!all || fsx_mkdir_p(c->dir) || fsx_join(path, sizeof path, c->dir, name) ||
+        if (!all || fsx_mkdir_p(dir) || fsx_join(path, sizeof path, dir, name) ||
             fsx_write_atomic(path, name, strlen(name)))
             name[0] = '\0';
     }
     CAIRN_CHECK_MPI(MPI_Bcast(name, sizeof name, MPI_CHAR, 0, world(c)));
     if (!name[0]) goto cleanup;
-    seen = fsx_join(path, sizeof path, c->dir, name) == 0 && access(path, R_OK) == 0;
-    CAIRN_CHECK_MPI(MPI_Gather(&seen, 1, MPI_INT, all, 1, MPI_INT, 0, world(c)));
+    mine = fsx_join(path, sizeof path, dir, name) == 0 && access(path, R_OK) == 0;
+    CAIRN_CHECK_MPI(MPI_Gather(&mine, 1, MPI_INT, all, 1, MPI_INT, 0, world(c)));
     if (is_root(c)) {
         unlink(path);
-        CAIRN_CHECK(blind_list(c, all, &b));
-        if (b.len)
-            CAIRN_FAIL(CAIRN_EINPUT,
-                       "the checkpoint directory %s is not shared by all nodes: %s cannot see "
-                       "the file rank 0 (%s) wrote there; every rank writes the one checkpoint "
-                       "file, so put checkpoint.dir (or the run directory) on a file system "
-                       "that every node mounts",
-                       c->dir, strbuf_str(&b), l->host);
+        *seen = all;
+        all = NULL;
     }
 cleanup:
     free(all);
+    return rc;
+}
+
+/* A checkpoint is one file that every rank opens, so a directory some
+ * nodes do not see (a node-local disk) would fail deep in MPI-IO later, or
+ * let nodes write files of their own: once, at start-up. */
+static int check_shared(struct ckpt_mgr *c)
+{
+    const struct layout *l = c->rt->layout;
+    int rc = 0, *seen = NULL;
+    struct strbuf b = {0};
+    CAIRN_CHECK(token_seen(c, c->dir, &seen));
+    if (!seen) goto cleanup;
+    for (int r = 0; r < l->size; r++) seen[r] = !seen[r];
+    CAIRN_CHECK(rank_list(c, seen, &b));
+    if (b.len)
+        CAIRN_FAIL(CAIRN_EINPUT,
+                   "the checkpoint directory %s is not shared by all nodes: %s cannot see "
+                   "the file rank 0 (%s) wrote there; every rank writes the one checkpoint "
+                   "file, so put checkpoint.dir (or the run directory) on a file system "
+                   "that every node mounts",
+                   c->dir, strbuf_str(&b), l->host);
+cleanup:
+    free(seen);
     strbuf_free(&b);
+    return rc;
+}
+
+/* The inverse for checkpoint.local: a partner copy guards a part against
+ * the loss of its node only if no other node sees it, so the ranks of
+ * other nodes must not see rank 0's file there (and those of rank 0's
+ * node must). */
+static int check_private(struct ckpt_mgr *c)
+{
+    const struct layout *l = c->rt->layout;
+    int rc = 0, *seen = NULL, other = 0;
+    struct strbuf b = {0};
+    CAIRN_CHECK(token_seen(c, c->local_root, &seen));
+    if (!is_root(c)) goto cleanup;
+    if (!seen) CAIRN_FAIL(CAIRN_EIO, "cannot write to the node-local checkpoint directory %s", c->local_root);
+    for (int r = 0; r < l->size; r++) other |= strcmp(l->hosts[r], l->host) != 0 && seen[r];
+    for (int r = 0; r < l->size; r++) { /* the ranks to name: of other nodes that see it, else of this one that do not */
+        bool here = strcmp(l->hosts[r], l->host) == 0;
+        seen[r] = other ? !here && seen[r] : here && !seen[r];
+    }
+    CAIRN_CHECK(rank_list(c, seen, &b));
+    if (b.len && other)
+        CAIRN_FAIL(CAIRN_EINPUT,
+                   "checkpoint.local = \"%s\" is not node-local: %s see%s the file rank 0 (%s) "
+                   "wrote there; a partner copy guards against the loss of a node only on storage "
+                   "that node has alone (a local disk, /dev/shm), so set checkpoint.local to such a "
+                   "directory, or leave it out",
+                   c->spec->local, strbuf_str(&b), strchr(strbuf_str(&b), ',') ? "" : "s", l->host);
+    if (b.len)
+        CAIRN_FAIL(CAIRN_EINPUT,
+                   "checkpoint.local = \"%s\": %s, on the node of rank 0, cannot see the file rank 0 "
+                   "wrote there; the ranks of a node must share its node-local directory",
+                   c->spec->local, strbuf_str(&b));
+cleanup:
+    free(seen);
+    strbuf_free(&b);
+    return rc;
+}
+
+/* checkpoint.local: this job's directory on every node is named by its
+ * shared checkpoint directory (several jobs may share a node's disk), and
+ * has to be node-local. */
+static int open_local(struct ckpt_mgr *c)
+{
+    int rc = 0;
+    char key[17] = "", real[PATH_MAX];
+    if (is_root(c)) {
+        rc = fsx_mkdir_p(c->dir);
+        if (rc == 0 && !realpath(c->dir, real))
+            rc = cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot resolve %s", c->dir);
+        if (rc == 0) checksum_text(real, key);
+    }
+    CAIRN_CHECK(coll_agree(world(c), rc));
+    CAIRN_CHECK_MPI(MPI_Bcast(key, sizeof key, MPI_CHAR, 0, world(c)));
+    CAIRN_CHECK(fsx_join(c->local_dir, sizeof c->local_dir, c->dir, "local"));
+    int n = snprintf(c->local_root, sizeof c->local_root, "%s/cairn-%s", c->spec->local, key);
+    if (n < 0 || (size_t)n >= sizeof c->local_root)
+        CAIRN_FAIL(CAIRN_EINPUT, "checkpoint.local: path too long: %s", c->spec->local);
+    CAIRN_CHECK(coll_agree(world(c), fsx_mkdir_p(c->local_root)));
+    CAIRN_CHECK(coll_agree(world(c), check_private(c)));
+    bool one_node = true;
+    for (int r = 0; r < c->rt->layout->size; r++) one_node &= strcmp(c->rt->layout->hosts[r], c->rt->layout->host) == 0;
+    if (one_node && is_root(c))
+        runlog_line(c->rt->log, "note: every rank runs on %s: node-local checkpoints in %s have no partner "
+                                "copies, so they do not outlive the node (the shared ones in %s do)",
+                    c->rt->layout->host, c->spec->local, c->dir);
+cleanup:
     return rc;
 }
 
@@ -396,6 +526,7 @@ int ckpt_open(struct runtime *rt, const struct ckpt_spec *spec, const struct res
     if (rc == 0 && ro->mode == RESUME_NONE && rt->layout->rank == 0) rc = check_fresh(c);
     rc = coll_agree(rt->layout->world, rc);
     if (rc == 0 && ckpt_enabled(c)) rc = coll_agree(rt->layout->world, check_shared(c));
+    if (rc == 0 && ckpt_enabled(c) && spec->local) rc = open_local(c);
     if (rc == 0 && ckpt_enabled(c) && spec->async) rc = open_writer(c);
     if (rc) {
         ckpt_close(&c);
@@ -418,7 +549,8 @@ void ckpt_close(struct ckpt_mgr **c)
 /* What rank 0 decided to try next, for everyone. */
 struct candidate {
     int have, exists;
-    int skip; /* known unusable without reading it */
+    int skip;  /* known unusable without reading it */
+    int local; /* node-local: file is its manifest, local/NAME */
     int64_t epoch, step;
     char file[256];
 };
@@ -462,6 +594,30 @@ cleanup:
     return rc;
 }
 
+/* Rank 0: the newest node-local checkpoint instead of entry i of the
+ * shared index (-1: none) if it is newer. */
+static int choose_local(struct ckpt_mgr *c, const struct ckpt_index *shared, int i, struct candidate *k)
+{
+    int rc = 0;
+    struct ckpt_index idx = {0};
+    char path[4400];
+    CAIRN_CHECK(ckpt_index_read(c->local_dir, &idx));
+    int j = ckpt_index_newest_ok(&idx, idx.n);
+    if (j < 0) goto cleanup;
+    const struct ckpt_entry *e = &idx.v[j], *f = i >= 0 ? &shared->v[i] : NULL;
+    if (f && (f->epoch > e->epoch || (f->epoch == e->epoch && f->step >= e->step))) goto cleanup;
+    *k = (struct candidate){.have = 1, .local = 1, .epoch = e->epoch, .step = e->step};
+    if (snprintf(k->file, sizeof k->file, "local/%s", e->file) >= (int)sizeof k->file) {
+        *k = (struct candidate){0}; /* no name cairn writes */
+        goto cleanup;
+    }
+    CAIRN_CHECK(fsx_join(path, sizeof path, c->dir, k->file));
+    k->exists = fsx_is_regular(path);
+cleanup:
+    ckpt_index_free(&idx);
+    return rc;
+}
+
 /* Rank 0: the checkpoint the resume mode points at now. */
 static int choose(struct ckpt_mgr *c, struct candidate *k)
 {
@@ -472,6 +628,11 @@ static int choose(struct ckpt_mgr *c, struct candidate *k)
     CAIRN_CHECK(ckpt_index_read(c->dir, &idx));
     if (c->ro.mode == RESUME_EPOCH) {
         i = ckpt_index_find(&idx, c->ro.epoch, 0);
+        if ((i < 0 || !idx.v[i].ok) && c->local_dir[0] && !c->skip_local) {
+            CAIRN_CHECK(choose_local(c, &idx, -1, k));
+            if (k->local && k->epoch == c->ro.epoch && k->step == 0) goto cleanup;
+            *k = (struct candidate){0};
+        }
         if (i < 0 || !idx.v[i].ok) {
             committed_list(&idx, &list);
             CAIRN_FAIL(CAIRN_ENOCKPT, "no such checkpoint: epoch %lld %s in %s (committed epochs: %s)",
@@ -481,6 +642,8 @@ static int choose(struct ckpt_mgr *c, struct candidate *k)
     } else {
         i = ckpt_index_newest_ok(&idx, idx.n);
         CAIRN_CHECK(skip_missing(c, &idx, &i));
+        if (c->local_dir[0] && !c->skip_local) CAIRN_CHECK(choose_local(c, &idx, i, k));
+        if (k->local) goto cleanup;
         if (i < 0 && c->ro.mode == RESUME_LATEST)
             CAIRN_FAIL(CAIRN_ENOCKPT, "--resume=latest: no usable committed checkpoint in %s",
                        c->dir);
@@ -499,17 +662,17 @@ cleanup:
     return rc;
 }
 
-/* Rank 0: mark a checkpoint bad in the index (atomically). */
-static int mark_bad(struct ckpt_mgr *c, const struct candidate *k)
+/* Rank 0: mark a checkpoint bad in dir's index (atomically). */
+static int mark_bad_in(const char *dir, int64_t epoch, int64_t step)
 {
     int rc = 0;
     struct ckpt_index idx = {0};
-    CAIRN_CHECK(ckpt_index_read(c->dir, &idx));
-    int i = ckpt_index_find(&idx, k->epoch, k->step);
+    CAIRN_CHECK(ckpt_index_read(dir, &idx));
+    int i = ckpt_index_find(&idx, epoch, step);
     if (i >= 0) {
         idx.v[i].ok = false;
-        CAIRN_CHECK(ckpt_index_write_tmp(c->dir, &idx));
-        CAIRN_CHECK(ckpt_index_commit_tmp(c->dir, NULL));
+        CAIRN_CHECK(ckpt_index_write_tmp(dir, &idx));
+        CAIRN_CHECK(ckpt_index_commit_tmp(dir, NULL));
     }
 cleanup:
     ckpt_index_free(&idx);
@@ -607,10 +770,67 @@ static int give_up_on(struct ckpt_mgr *c, const struct candidate *k)
     int rc = 0;
     if (is_root(c)) {
         report_bad(c, k->file, k->epoch, k->step, cairn_errmsg());
-        rc = mark_bad(c, k);
+        rc = mark_bad_in(c->dir, k->epoch, k->step);
         loading_done(c);
     }
     return coll_agree(world(c), rc);
+}
+
+/* Load the node-local checkpoint whose manifest is at path: rank 0 reads
+ * the manifest, every rank gets it, and the parts go where they belong. */
+static int local_read(struct ckpt_mgr *c, const char *path, struct ckpt_meta *m, struct ckpt_io *io,
+                      int *partners, char *who, size_t who_size)
+{
+    int rc = 0;
+    struct ckpt_local_manifest man = {0};
+    struct ckpt_view v;
+    struct tensor **t = NULL;
+    const struct layout *l = c->rt->layout;
+    struct watchdog_lane *lane = watchdog_main(c->rt->watchdog);
+    int rc0 = is_root(c) ? ckpt_local_manifest_read(path, &man) : 0;
+    if (rc0 == 0 && is_root(c) && man.world != l->size) /* before any rank sizes anything by it */
+        rc0 = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "it is of %d ranks, this run has %d",
+                            man.world, l->size);
+    CAIRN_CHECK(coll_agree(world(c), rc0));
+    CAIRN_CHECK_MPI(MPI_Bcast(&man, (int)sizeof man, MPI_BYTE, 0, world(c)));
+    if (!is_root(c)) man.parts = calloc((size_t)man.world, sizeof *man.parts);
+    CAIRN_CHECK(coll_agree(world(c), man.parts ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__,
+                                                                    "out of memory")));
+    CAIRN_CHECK_MPI(MPI_Bcast(man.parts, 2 * man.world, MPI_UINT64_T, 0, world(c)));
+    double bytes = 0;
+    for (int r = 0; r < man.world; r++) bytes += (double)man.parts[r].bytes;
+    watch_io(c, lane, bytes);
+    doing_all(c, lane, "loading the node-local checkpoint %s (every rank's part from its node or a partner)", path);
+    CAIRN_CHECK(coll_agree(world(c), make_view(c, &v, &t)));
+    CAIRN_CHECK(ckpt_local_read(&v, hosts(c), c->local_root, strrchr(path, '/') + 1, &man, io, partners,
+                                who, who_size));
+    watchdog_progress(lane);
+    *m = man.meta;
+    for (int b = 0; l->gid >= 0 && b < c->rt->plan->groups[l->gid].n_blobs; b++)
+        if (c->rt->plan->groups[l->gid].blobs[b].persistent) c->rt->ws->v[b].defined = true;
+cleanup:
+    ckpt_local_manifest_free(&man);
+    free(t);
+    return rc;
+}
+
+/* The node-local checkpoint k did not load: say why, resume from the
+ * shared tier instead, and mark it bad, whatever the cause: this run goes
+ * on from an older position, and a later run must not return to k (its
+ * nodes back, say) and abandon what this one did. */
+static int local_unusable(struct ckpt_mgr *c, const struct candidate *k)
+{
+    int mrc = 0;
+    char at[96];
+    c->skip_local = true;
+    if (!is_root(c)) return coll_agree(world(c), 0);
+    runlog_line(c->rt->log, "warning: the node-local checkpoint %s (%s) cannot be loaded: %s; resuming from "
+                            "the shared checkpoints in %s instead (it is marked bad)",
+                ckpt_position(k->epoch, k->step, at, sizeof at), k->file, cairn_errmsg(), c->dir);
+    runlog_metric(c->rt->log, "ckpt_local_unusable", k->epoch, k->step, "");
+    mrc = mark_bad_in(c->local_dir, k->epoch, k->step);
+    loading_done(c);
+    return coll_agree(world(c), mrc);
 }
 
 int ckpt_resume(struct ckpt_mgr *c, struct ckpt_meta *m, bool *resumed)
@@ -629,10 +849,11 @@ int ckpt_resume(struct ckpt_mgr *c, struct ckpt_meta *m, bool *resumed)
         }
         struct ckpt_io io = {0};
         double t0 = clock_now();
-        int lrc = k.skip ? CAIRN_ECORRUPT : 0;
+        int lrc = k.skip ? CAIRN_ECORRUPT : 0, partners = 0;
+        char who[1024] = "";
         if (!k.skip) {
             CAIRN_CHECK(fsx_join(path, sizeof path, c->dir, k.file));
-            lrc = file_read(c, path, m, &io);
+            lrc = k.local ? local_read(c, path, m, &io, &partners, who, sizeof who) : file_read(c, path, m, &io);
         }
         if (lrc == 0 && (m->epoch != k.epoch || m->step != k.step))
             lrc = cairn_err_set(CAIRN_ECORRUPT, __FILE__, __LINE__,
@@ -642,16 +863,31 @@ int ckpt_resume(struct ckpt_mgr *c, struct ckpt_meta *m, bool *resumed)
         if (lrc == 0) {
             if (is_root(c)) loading_done(c);
             CAIRN_CHECK(coll_agree(world(c), is_root(c) ? count_resume(c, &k) : 0));
-            c->keep_epoch = k.epoch;
-            c->keep_step = k.step;
-            c->last = *m;
-            c->committed = true;
+            if (k.local) {
+                c->local_committed = true;
+            } else {
+                c->keep_epoch = k.epoch;
+                c->keep_step = k.step;
+                c->last = *m;
+                c->committed = true;
+            }
             *resumed = true;
-            CAIRN_CHECK(report_io(c, world(c), "loaded", k.file, m, &io, clock_now() - t0));
+            CAIRN_CHECK(report_io(c, world(c), k.local ? "loaded (node-local)" : "loaded",
+                                k.local ? "ckpt_local_load" : "ckpt_load", k.file, m, &io, clock_now() - t0));
             if (is_root(c) && io.layout_change[0])
                 runlog_line(c->rt->log, "layout changed since that checkpoint: %s; sharded state re-split",
                             io.layout_change);
+            if (is_root(c) && k.local)
+                runlog_line(c->rt->log, partners ? "node-local checkpoint %s: restored from partner copies "
+                                                   "for rank%s %s, from the ranks' own copies for the rest"
+                                                 : "node-local checkpoint %s: restored from the ranks' own copies%s%s",
+                            k.file, partners == 1 ? "" : partners ? "s" : "", who);
             return 0;
+        }
+        if (k.local && (lrc == CAIRN_EINPUT || lrc == CAIRN_ENOCKPT || lrc == CAIRN_ECORRUPT ||
+                        lrc == CAIRN_ENOMEM)) {
+            CAIRN_CHECK(local_unusable(c, &k));
+            continue;
         }
         if (lrc != CAIRN_ECORRUPT) {
             if (is_root(c)) loading_done(c);
@@ -761,7 +997,7 @@ static int failed(struct ckpt_mgr *c, const char *what, const struct ckpt_meta *
         /* c->committed: this run resumed or committed one; a run that did
          * neither found none to resume (or deleted them with --force) */
         runlog_line(c->rt->log, "warning: %s %s failed: %s; %s", what, at, cairn_errmsg(),
-                    c->committed ? "the last committed checkpoint stays the newest"
+                    c->committed || c->local_committed ? "the last committed checkpoint stays the newest"
                                  : "no checkpoint is committed yet, so a rerun starts over");
         runlog_metric(c->rt->log, "ckpt_failed", m->epoch, m->step, "");
     }
@@ -799,15 +1035,14 @@ static void warn_kill_wait(struct ckpt_mgr *c, double seconds)
                             "longer KillWait or GraceTime)", seconds, kw);
 }
 
-/* Write and commit the checkpoint of m's position with s: every rank
- * returns the same result (0, or the failure to hand to failed()). */
-static int save_with(struct ckpt_mgr *c, const struct saver *s, const struct ckpt_meta *m,
-                     struct saved *out)
+/* Write and commit the shared checkpoint file of m's position with s:
+ * every rank returns the same result (0, or the failure to hand to
+ * failed()); *seconds, the time it took. */
+static int save_shared(struct ckpt_mgr *c, const struct saver *s, const struct ckpt_meta *m, double *seconds)
 {
     char name[256], tmp[4400];
     struct ckpt_io io = {0};
     double t0 = clock_now(), bytes = 0;
-    *out = (struct saved){0};
     ckpt_file_name(m->epoch, m->step, name, sizeof name);
     doing_all(c, s->lane, "saving the checkpoint of epoch %lld step %lld (collective HDF5 I/O over all ranks)",
               (long long)m->epoch, (long long)m->step);
@@ -827,23 +1062,139 @@ static int save_with(struct ckpt_mgr *c, const struct saver *s, const struct ckp
         if (is_root(c)) unlink(tmp); /* never listed, so never loaded; tidy up */
         return rc;
     }
-    out->seconds = clock_now() - t0;
-    out->rate = c->rate;
+    *seconds = clock_now() - t0;
     /* committed: statistics that cannot be had are no failed save */
-    if (report_io(c, s->world, "saved", name, m, &io, out->seconds) && is_root(c))
+    if (report_io(c, s->world, "saved", "ckpt_save", name, m, &io, *seconds) && is_root(c))
         runlog_line(c->rt->log, "warning: the statistics of the checkpoint %s: %s", name, cairn_errmsg());
     return 0;
+}
+
+/* "ckpt-e000003": the node-local name of m's position (its file's, less
+ * ".h5"). */
+static void local_name(const struct ckpt_meta *m, char *out, size_t size)
+{
+    ckpt_file_name(m->epoch, m->step, out, size);
+    char *dot = strrchr(out, '.');
+    if (dot) *dot = '\0';
+}
+
+/* Rank 0, once every part and partner copy is durable: the manifest, then
+ * DIR/local/index lists it as the one node-local checkpoint (node-local
+ * storage is small: each commit prunes the one before). */
+static int commit_local(struct ckpt_mgr *c, const char *name, const struct ckpt_meta *m,
+                        struct ckpt_local_part *parts)
+{
+    int rc = 0;
+    char path[4400] = "", old[4400];
+    struct ckpt_index idx = {0}, gone = {0};
+    bool listed = false;
+    struct ckpt_local_manifest man = {.meta = *m, .world = c->rt->layout->size, .parts = parts};
+    struct ckpt_entry e = {.epoch = m->epoch, .step = m->step, .ok = true};
+    snprintf(e.file, sizeof e.file, "%s", name);
+    for (int r = 0; r < man.world; r++) e.bytes += (int64_t)parts[r].bytes;
+    CAIRN_CHECK(ckpt_local_identity(c->rt->plan, man.identity));
+    CAIRN_CHECK(fsx_mkdir_p(c->local_dir));
+    CAIRN_CHECK(fsx_join(path, sizeof path, c->local_dir, name));
+    CAIRN_CHECK(ckpt_local_manifest_write(path, &man));
+    CAIRN_CHECK(ckpt_index_read(c->local_dir, &idx));
+    for (int i = idx.n - 1; i >= 0; i--)
+        if ((idx.v[i].epoch != e.epoch || idx.v[i].step != e.step) && ckpt_index_put(&gone, &idx.v[i]) == 0)
+            ckpt_index_remove(&idx, i);
+    CAIRN_CHECK(ckpt_index_put(&idx, &e));
+    CAIRN_CHECK(ckpt_index_write_tmp(c->local_dir, &idx));
+    fault(c, "local_index", m->epoch);
+    CAIRN_CHECK(ckpt_index_commit_tmp(c->local_dir, &listed));
+    ckpt_run_ended(c); /* a commit is progress too */
+    for (int i = 0; i < gone.n; i++)
+        if (fsx_join(old, sizeof old, c->local_dir, gone.v[i].file) == 0) unlink(old);
+cleanup:
+    if (rc && !listed && path[0]) unlink(path);
+    ckpt_index_free(&idx);
+    ckpt_index_free(&gone);
+    return rc;
+}
+
+/* Write and commit the node-local checkpoint of m's position with s:
+ * every rank's part on its node, a partner copy on the next, the manifest
+ * in the shared directory. */
+static int save_local(struct ckpt_mgr *c, const struct saver *s, const struct ckpt_meta *m, double *seconds)
+{
+    int rc = 0;
+    char name[256];
+    struct ckpt_view v;
+    struct tensor **t = NULL;
+    struct ckpt_io io = {0};
+    struct ckpt_local_part mine = {0}, *all = NULL;
+    double bytes = 0, t0 = clock_now();
+    local_name(m, name, sizeof name);
+    CAIRN_CHECK(state_bytes(c, s, &bytes));
+    watch_io(c, s->lane, 2 * bytes); /* each part and its partner copy */
+    doing_all(c, s->lane, "saving the node-local checkpoint of epoch %lld step %lld (every rank's part "
+              "and its partner copy)", (long long)m->epoch, (long long)m->step);
+    CAIRN_CHECK(saver_view(c, s, &v, &t));
+    CAIRN_CHECK(ckpt_local_write(&v, hosts(c), c->local_root, name, m, &mine, &io));
+    if (is_root(c)) all = calloc((size_t)c->rt->layout->size, sizeof *all);
+    CAIRN_CHECK(coll_agree(s->world, is_root(c) && !all ? cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__,
+                                                                         "out of memory") : 0));
+    CAIRN_CHECK_MPI(MPI_Gather(&mine, 2, MPI_UINT64_T, all, 2, MPI_UINT64_T, 0, s->world));
+    doing_all(c, s->lane, "committing the node-local checkpoint of epoch %lld step %lld (rank 0 writes "
+              "its manifest)", (long long)m->epoch, (long long)m->step);
+    CAIRN_CHECK(coll_agree(s->world, is_root(c) ? commit_local(c, name, m, all) : 0));
+    watchdog_progress(s->lane);
+    ckpt_local_prune(&v, hosts(c), c->local_root, name);
+    *seconds = clock_now() - t0;
+    if (report_io(c, s->world, "saved (node-local)", "ckpt_local_save", name, m, &io, *seconds) && is_root(c))
+        runlog_line(c->rt->log, "warning: the statistics of the node-local checkpoint %s: %s", name,
+                    cairn_errmsg());
+cleanup:
+    free(all);
+    free(t);
+    return rc;
+}
+
+/* Save m's position with s to the tiers asked for: the node-local one
+ * first (it is quick), then the shared file.  A node-local save that fails
+ * does not keep a flush from being tried. */
+static int save_with(struct ckpt_mgr *c, const struct saver *s, const struct ckpt_meta *m, int tiers,
+                     struct saved *out)
+{
+    int rc = 0, lrc = 0;
+    double t0 = clock_now(), seconds = 0;
+    char why[2048] = "";
+    *out = (struct saved){0};
+    if (tiers & TIER_LOCAL) {
+        lrc = save_local(c, s, m, &seconds);
+        if (lrc) snprintf(why, sizeof why, "%s", cairn_errmsg());
+        else out->committed |= TIER_LOCAL;
+    }
+    if (tiers & TIER_SHARED) {
+        rc = save_shared(c, s, m, &seconds);
+        if (rc == 0) out->committed |= TIER_SHARED;
+    }
+    if (lrc && rc == 0) {
+        out->local_failed = true;
+        rc = cairn_err_set(lrc, __FILE__, __LINE__, "%s", why);
+    }
+    out->seconds = clock_now() - t0;
+    out->rate = c->rate;
+    return rc;
 }
 
 /* The main thread takes in the outcome of the save of m: statistics, or
  * the failure under checkpoint.on_failure. */
 static int take_outcome(struct ckpt_mgr *c, const struct ckpt_meta *m, int rc, const struct saved *out)
 {
-    if (rc) return failed(c, "checkpoint", m, rc);
+    if (out->committed & TIER_LOCAL) {
+        c->local_committed = true;
+    }
+    if (out->committed & TIER_SHARED) {
+        c->last = *m;
+        c->committed = true;
+    }
+    if (rc) return failed(c, out->local_failed ? "node-local checkpoint" : "checkpoint", m, rc);
     if (out->seconds > c->longest) c->longest = out->seconds;
+    if (out->committed & TIER_SHARED && out->seconds > c->longest_shared) c->longest_shared = out->seconds;
     warn_kill_wait(c, out->seconds);
-    c->last = *m;
-    c->committed = true;
     return 0;
 }
 
@@ -855,7 +1206,7 @@ static int write_pending(void *arg, MPI_Comm world, MPI_Comm group, struct tenso
     struct saver s = {.world = world, .group = group, .tensors = tensors,
                       .lane = watchdog_lane_open(c->rt->watchdog, "starting a background checkpoint save")};
     c->writer_lane = s.lane;
-    int rc = save_with(c, &s, &c->pending, &c->pending_out);
+    int rc = save_with(c, &s, &c->pending, c->pending_tiers, &c->pending_out);
     c->writer_lane = NULL;
     watchdog_lane_close(&s.lane);
     return rc;
@@ -864,7 +1215,7 @@ static int write_pending(void *arg, MPI_Comm world, MPI_Comm group, struct tenso
 /* Copy this rank's persistent tensors (of a replicated one, group rank 0
  * alone writes the value: the others keep its shape), then save the copy
  * on the writer thread: the copy is the whole stall. */
-static int save_background(struct ckpt_mgr *c, const struct ckpt_meta *m)
+static int save_background(struct ckpt_mgr *c, const struct ckpt_meta *m, int tiers)
 {
     const struct layout *l = c->rt->layout;
     const struct group *g = l->gid >= 0 ? &c->rt->plan->groups[l->gid] : NULL;
@@ -885,6 +1236,7 @@ static int save_background(struct ckpt_mgr *c, const struct ckpt_meta *m)
     rc = coll_agree(world(c), rc);
     if (rc) return failed(c, "checkpoint", m, cairn_err_wrap(rc, "copying the state to save it: "));
     c->pending = *m;
+    c->pending_tiers = tiers;
     ckpt_bg_start(c->bg, write_pending, c);
     return 0;
 }
@@ -911,9 +1263,9 @@ bool ckpt_writing(const struct ckpt_mgr *c) { return c && ckpt_bg_running(c->bg)
 bool ckpt_async(const struct ckpt_mgr *c) { return c && c->bg; }
 
 /* Write and commit the checkpoint of m's position on this thread. */
-static int save_now(struct ckpt_mgr *c, const struct ckpt_meta *m)
+static int save_now(struct ckpt_mgr *c, const struct ckpt_meta *m, int tiers)
 {
-    struct saved out;
+    struct saved out = {0};
     struct tensor **t = NULL;
     struct ckpt_view v;
     doing_all(c, watchdog_main(c->rt->watchdog), "saving the checkpoint of epoch %lld step %lld "
@@ -921,10 +1273,22 @@ static int save_now(struct ckpt_mgr *c, const struct ckpt_meta *m)
     int rc = coll_agree(world(c), make_view(c, &v, &t));
     if (rc == 0) {
         struct saver s = main_saver(c, t);
-        rc = save_with(c, &s, m, &out);
+        rc = save_with(c, &s, m, tiers, &out);
     }
     free(t);
     return take_outcome(c, m, rc, &out);
+}
+
+/* With a node-local tier a save goes to the nodes, and also to the
+ * shared directory when this run has not committed one there yet (after a
+ * resume from the nodes, the state is again in two places at once), when
+ * flush_every epochs have passed since, and whenever the job stops (now:
+ * there alone, the rerun may have other nodes). */
+static int save_tiers(const struct ckpt_mgr *c, const struct ckpt_meta *m, bool now)
+{
+    if (!c->local_dir[0] || now) return TIER_SHARED;
+    bool flush = !c->committed || m->epoch - c->last.epoch >= c->spec->flush_every;
+    return flush ? TIER_LOCAL | TIER_SHARED : TIER_LOCAL;
 }
 
 int ckpt_save(struct ckpt_mgr *c, const struct ckpt_meta *m, bool now)
@@ -932,8 +1296,10 @@ int ckpt_save(struct ckpt_mgr *c, const struct ckpt_meta *m, bool now)
     if (!ckpt_enabled(c)) return 0;
     double t0 = clock_now();
     bool background = c->bg && !now;
-    int rc = ckpt_wait(c);
-    if (rc == 0) rc = background ? save_background(c, m) : save_now(c, m);
+    /* with a node-local tier, saves go there, and to the shared directory
+     * every flush_every epochs and whenever the job stops (now) */
+    int rc = ckpt_wait(c); /* its outcome first: the flush below follows the last shared commit */
+    if (rc == 0) rc = background ? save_background(c, m, save_tiers(c, m, now)) : save_now(c, m, save_tiers(c, m, now));
     if (is_root(c)) { /* every rank leaves the save together (it ends in an agreement) */
         char fields[96];
         snprintf(fields, sizeof fields, "\"seconds\":%.6f,\"background\":%s", clock_now() - t0,

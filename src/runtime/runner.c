@@ -334,7 +334,7 @@ static double time_margin(const struct runtime *rt)
     double m = rt->plan->job->slurm.time_margin;
     if (m > 0) return m;
     double saves = ckpt_async(rt->ckpt) ? 2 : 1;
-    return 1.25 * (saves * ckpt_longest_save(rt->ckpt) + rt->longest_step) + 5;
+    return 1.25 * (saves * ckpt_longest_stop_save(rt->ckpt) + rt->longest_step) + 5;
 }
 
 /* Rank 0: the Slurm job's end time, asked again at most once a minute
@@ -412,6 +412,11 @@ static int preempted(struct runtime *rt, const struct run_opts *o, const struct 
     if (is_root(rt)) runlog_line(rt->log, "preempted by %s %s: saving and stopping", what, at);
     /* a save of this position tried in the background ends first */
     CAIRN_CHECK(tried ? ckpt_wait(rt->ckpt) : save_settled(rt, m, true));
+    /* with a node-local tier the save tried may have gone to the nodes
+     * alone (or failed there): a stop saves to the shared directory, for
+     * the rerun may have other nodes */
+    if (tried && !ckpt_committed_at(rt->ckpt, m) && ckpt_local_tier(rt->ckpt))
+        CAIRN_CHECK(save_settled(rt, m, true));
     bool saved = ckpt_committed_at(rt->ckpt, m);
     if (saved)
         snprintf(outcome, sizeof outcome, "checkpoint saved in %s", ckpt_dir(rt->ckpt));

@@ -1,0 +1,84 @@
+/* The node-local checkpoint tier (checkpoint.local): each rank's part of a
+ * checkpoint as one raw file on its node's own storage, and a partner copy
+ * on another node, after SCR's partner scheme.
+ *
+ * On every node, under ROOT (checkpoint.local/cairn-KEY, KEY naming the
+ * job by its shared checkpoint directory):
+ *   ROOT/NAME/rankRRRRRR      rank R's part, written by R
+ *   ROOT/NAME/partnerRRRRRR   rank R's part, received from R (R on the
+ *                             node before this one, in the order of nodes
+ *                             by their first rank)
+ * A part: a header (magic, position, identity, rank, per-blob dtype and
+ * shape, the checksum of the data), then the blobs' bytes.  A rank's part
+ * holds its persistent tensors; a replicated blob is in its group rank 0's
+ * part alone, and a load broadcasts it over the group.
+ *
+ * A part alone commits nothing: the shared directory's manifest
+ * (DIR/local/NAME, written by rank 0 once every rank's part and partner
+ * copy are durable) lists every part's size and checksum, and DIR/local's
+ * index (ckpt_index.h) lists the manifest.  A load takes each part from a
+ * copy on the owner's node if there is one, else from any node, verifies
+ * it against the manifest, and uses the tier only if every part is there
+ * and verifies. */
+#ifndef CAIRN_CKPT_LOCAL_H
+#define CAIRN_CKPT_LOCAL_H
+
+#include "cairn/ckpt_file.h"
+#include "cairn/placement.h"
+
+#include <mpi.h>
+#include <stdint.h>
+
+/* One rank's part as the manifest records it. */
+struct ckpt_local_part {
+    uint64_t bytes; /* the part file's size */
+    uint64_t sum;   /* the checksum of its data */
+};
+
+/* A node-local checkpoint's manifest. */
+struct ckpt_local_manifest {
+    struct ckpt_meta meta;
+    char identity[17]; /* ckpt_local_identity of the run that wrote it */
+    int world;
+    struct ckpt_local_part *parts; /* world entries */
+};
+
+/* The state a part must match: settings, group layout and world size,
+ * as 16 hex digits. */
+int ckpt_local_identity(const struct plan *p, char out[17]);
+
+/* Collective on v->comm: write this rank's part of m's position to
+ * root/name and send it to its partner, which writes it beside its own.
+ * hosts: every rank's host (one node: no partner copies).  *mine: what
+ * the manifest is to say of this rank's part.  The same result on every
+ * rank.  io: this rank's bytes and seconds.  Fault point "local" (every
+ * part written, before the partner copies). */
+int ckpt_local_write(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOST_MAX],
+                     const char *root, const char *name, const struct ckpt_meta *m,
+                     struct ckpt_local_part *mine, struct ckpt_io *io);
+
+/* Collective on v->comm: load the checkpoint root/name that man describes
+ * (every rank passes the same manifest) into v's tensors.  *partners: how
+ * many parts came from partner copies, listed in who ("2, 5"); io: this
+ * rank's bytes and seconds.  Nothing is
+ * changed unless every part is found and verifies.  Errors (the same on
+ * every rank): CAIRN_EINPUT (of another layout or settings),
+ * CAIRN_ENOCKPT (a part on no node left), CAIRN_ECORRUPT (a copy disagrees
+ * with the manifest or fails its checksum). */
+int ckpt_local_read(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOST_MAX],
+                    const char *root, const char *name, const struct ckpt_local_manifest *man,
+                    struct ckpt_io *io, int *partners, char *who, size_t who_size);
+
+/* Collective: every node keeps only root/keep (the lowest rank of each
+ * node deletes the rest).  Best effort. */
+void ckpt_local_prune(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOST_MAX],
+                      const char *root, const char *keep);
+
+/* Rank 0: write the manifest at path (atomically).  Errors: CAIRN_EIO. */
+int ckpt_local_manifest_write(const char *path, const struct ckpt_local_manifest *man);
+/* Read and check a manifest (untrusted).  Errors: CAIRN_EIO, CAIRN_ENOMEM,
+ * CAIRN_ECORRUPT naming PATH:LINE. */
+int ckpt_local_manifest_read(const char *path, struct ckpt_local_manifest *man);
+void ckpt_local_manifest_free(struct ckpt_local_manifest *man);
+
+#endif
