@@ -10,6 +10,18 @@ struct strbuf;
 
 #define PLACEMENT_HOST_MAX 64
 
+/* The nodes of a run, in the order of their lowest rank: node k's ranks,
+ * ascending, are rank[start[k]] .. rank[start[k + 1] - 1]; node_of[r] is
+ * rank r's node and local[r] its index among that node's ranks.  hosts[r]
+ * is rank r's host, for r < size. */
+struct placement_nodes {
+    int n;
+    int *rank, *start, *node_of, *local;
+};
+/* Returns 0 or CAIRN_ENOMEM; placement_nodes_free accepts a zeroed one. */
+int placement_nodes(const char (*hosts)[PLACEMENT_HOST_MAX], int size, struct placement_nodes *out);
+void placement_nodes_free(struct placement_nodes *pn);
+
 /* Append one entry per node, "HOST: ranks 0-3,8 (stage0, ps)", nodes in the
  * order of their lowest rank, entries separated by `sep`.  hosts[r] is
  * world rank r's host, for r < p->nranks.  Returns 0 or CAIRN_ENOMEM. */

@@ -54,37 +54,74 @@ static int by_first_rank(const void *a, const void *b)
     return (x[0] > y[0]) - (x[0] < y[0]);
 }
 
-int placement_text(const struct plan *p, const char (*hosts)[PLACEMENT_HOST_MAX], const char *sep,
-                   struct strbuf *b)
+void placement_nodes_free(struct placement_nodes *pn)
 {
-    int n = p->nranks, rc = 0;
-    struct slot *slot = malloc((size_t)n * sizeof *slot);
-    int *rank = malloc((size_t)n * sizeof *rank), *node = malloc((size_t)n * 3 * sizeof *node);
-    char *seen = malloc((size_t)p->n_groups + 1);
-    if (!slot || !rank || !node || !seen) CAIRN_FAIL(CAIRN_ENOMEM, "out of memory");
-    for (int r = 0; r < n; r++) slot[r] = (struct slot){hosts[r], r};
-    qsort(slot, (size_t)n, sizeof *slot, host_then_rank);
-    for (int i = 0; i < n; i++) rank[i] = slot[i].rank;
-    int nodes = 0;
-    for (int i = 0; i < n; i++) {
+    free(pn->rank);
+    free(pn->start);
+    free(pn->node_of);
+    free(pn->local);
+    *pn = (struct placement_nodes){0};
+}
+
+int placement_nodes(const char (*hosts)[PLACEMENT_HOST_MAX], int size, struct placement_nodes *out)
+{
+    int rc = 0, nodes = 0;
+    struct placement_nodes pn = {0};
+    struct slot *slot = malloc((size_t)size * sizeof *slot + 1);
+    int *node = malloc((size_t)size * 3 * sizeof *node + 1); /* {first rank, offset, count} */
+    pn.rank = malloc((size_t)size * sizeof *pn.rank + 1);
+    pn.start = malloc(((size_t)size + 1) * sizeof *pn.start);
+    pn.node_of = malloc((size_t)size * sizeof *pn.node_of + 1);
+    pn.local = malloc((size_t)size * sizeof *pn.local + 1);
+    if (!slot || !node || !pn.rank || !pn.start || !pn.node_of || !pn.local)
+        CAIRN_FAIL(CAIRN_ENOMEM, "out of memory");
+    for (int r = 0; r < size; r++) slot[r] = (struct slot){hosts[r], r};
+    qsort(slot, (size_t)size, sizeof *slot, host_then_rank);
+    for (int i = 0; i < size; i++) {
         if (i == 0 || strcmp(slot[i].host, slot[i - 1].host) != 0) {
-            node[3 * nodes] = rank[i]; /* the lowest, as ranks sort within a host */
+            node[3 * nodes] = slot[i].rank; /* the lowest, as ranks sort within a host */
             node[3 * nodes + 1] = i;
             node[3 * nodes++ + 2] = 0;
         }
         node[3 * (nodes - 1) + 2]++;
     }
     qsort(node, (size_t)nodes, 3 * sizeof *node, by_first_rank);
-    for (int k = 0; k < nodes; k++) {
-        const int *v = rank + node[3 * k + 1];
+    pn.n = nodes;
+    for (int k = 0, at = 0; k < nodes; k++) {
+        pn.start[k] = at;
+        for (int i = 0; i < node[3 * k + 2]; i++, at++) {
+            int r = slot[node[3 * k + 1] + i].rank;
+            pn.rank[at] = r;
+            pn.node_of[r] = k;
+            pn.local[r] = i;
+        }
+    }
+    pn.start[nodes] = size;
+    *out = pn;
+    pn = (struct placement_nodes){0};
+cleanup:
+    placement_nodes_free(&pn);
+    free(slot);
+    free(node);
+    return rc;
+}
+
+int placement_text(const struct plan *p, const char (*hosts)[PLACEMENT_HOST_MAX], const char *sep,
+                   struct strbuf *b)
+{
+    int rc = 0;
+    struct placement_nodes pn = {0};
+    char *seen = malloc((size_t)p->n_groups + 1);
+    if (!seen) CAIRN_FAIL(CAIRN_ENOMEM, "out of memory");
+    CAIRN_CHECK(placement_nodes(hosts, p->nranks, &pn));
+    for (int k = 0; k < pn.n; k++) {
+        const int *v = pn.rank + pn.start[k];
         if (k) strbuf_add(b, sep);
-        add_node(b, p, hosts[v[0]], v, node[3 * k + 2], seen);
+        add_node(b, p, hosts[v[0]], v, pn.start[k + 1] - pn.start[k], seen);
     }
     rc = strbuf_finish(b);
 cleanup:
-    free(slot);
-    free(rank);
-    free(node);
+    placement_nodes_free(&pn);
     free(seen);
     return rc;
 }

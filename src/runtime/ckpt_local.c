@@ -205,57 +205,16 @@ static void remove_tree(const char *path);
 
 /* ---- nodes and partners ------------------------------------------------------ */
 
-/* Nodes in the order of their first rank: node[r] is rank r's, and
- * local[r] its index among its node's ranks. */
-struct nodes {
-    int *node, *local, *count, *first; /* count and first (lowest rank) by node */
-    int n;
-};
+static int node_count(const struct placement_nodes *n, int k) { return n->start[k + 1] - n->start[k]; }
 
-static void nodes_free(struct nodes *n)
-{
-    free(n->node);
-    free(n->local);
-    free(n->count);
-    free(n->first);
-}
-
-static int nodes_make(const char (*hosts)[PLACEMENT_HOST_MAX], int size, struct nodes *n)
-{
-    int rc = 0;
-    *n = (struct nodes){0};
-    n->node = calloc((size_t)size, sizeof *n->node);
-    n->local = calloc((size_t)size, sizeof *n->local);
-    n->count = calloc((size_t)size, sizeof *n->count);
-    n->first = calloc((size_t)size, sizeof *n->first);
-    if (!n->node || !n->local || !n->count || !n->first) {
-        nodes_free(n);
-        return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
-    }
-    for (int r = 0; r < size; r++) {
-        int k = 0;
-        while (k < n->n && strcmp(hosts[n->first[k]], hosts[r]) != 0) k++;
-        if (k == n->n) n->first[n->n++] = r;
-        n->node[r] = k;
-        n->local[r] = n->count[k]++;
-    }
-    return rc;
-}
-
-/* The rank of node k with local index i. */
-static int rank_at(const struct nodes *n, int k, int i)
-{
-    for (int r = n->first[k];; r++)
-        if (n->node[r] == k && n->local[r] == i) return r;
-}
-
-/* Rank r's partner: the rank of the next node with r's local index (modulo
- * that node's ranks); -1 on one node. */
-static int partner_of(const struct nodes *n, int r)
+/* Rank r's partner: the rank of the next node (placement_nodes' order)
+ * with r's index among its node's ranks, modulo that node's ranks; -1 on
+ * one node. */
+static int partner_of(const struct placement_nodes *n, int r)
 {
     if (n->n < 2) return -1;
-    int k = (n->node[r] + 1) % n->n;
-    return rank_at(n, k, n->local[r] % n->count[k]);
+    int k = (n->node_of[r] + 1) % n->n;
+    return n->rank[n->start[k] + n->local[r] % node_count(n, k)];
 }
 
 /* ---- writing ----------------------------------------------------------------- */
@@ -323,7 +282,7 @@ static int receive_copy(MPI_Comm comm, int from, char *buf, const char *path)
 
 /* Receive the partner copies of the ranks whose partner this rank is
  * (buf: CHUNK bytes); the first error, after all are received. */
-static int receive_partners(const struct ckpt_view *v, const struct nodes *nd, const char *root,
+static int receive_partners(const struct ckpt_view *v, const struct placement_nodes *nd, const char *root,
                             const char *name, char *buf)
 {
     int rc = 0;
@@ -345,17 +304,17 @@ int ckpt_local_write(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HO
     char identity[17], dir[4400], path[4400];
     char *buf = NULL;
     struct part p = {0};
-    struct nodes nd = {0};
+    struct placement_nodes nd = {0};
     struct sends s = {.comm = v->comm};
     double t0 = clock_now();
     rc = ckpt_local_identity(v->plan, identity);
-    if (rc == 0) rc = nodes_make(hosts, v->plan->nranks, &nd);
+    if (rc == 0) rc = placement_nodes(hosts, v->plan->nranks, &nd);
     if (rc == 0) rc = part_make(v, identity, m, &p);
     if (rc == 0) rc = fsx_join(dir, sizeof dir, root, name);
     /* files a killed run left of this position (perhaps another layout's
      * partner copies) would disagree with the new manifest: the node's
      * lowest rank clears them before anyone writes */
-    if (rc == 0 && nd.first[nd.node[v->rank]] == v->rank) remove_tree(dir);
+    if (rc == 0 && nd.local[v->rank] == 0) remove_tree(dir);
     CAIRN_CHECK(coll_agree(v->comm, rc));
     rc = fsx_mkdir_p(dir);
     if (rc == 0) rc = part_path(path, sizeof path, root, name, "rank", v->rank);
@@ -394,7 +353,7 @@ cleanup:
     free(buf);
     free(s.req);
     part_free(&p);
-    nodes_free(&nd);
+    placement_nodes_free(&nd);
     return rc;
 }
 
@@ -407,11 +366,11 @@ cleanup:
  * this node, else the node's rank of index r modulo its ranks. */
 #define KEY_NONE LLONG_MAX
 
-static bool offers(const struct ckpt_view *v, const struct nodes *nd, int r)
+static bool offers(const struct ckpt_view *v, const struct placement_nodes *nd, int r)
 {
-    int me = v->rank, k = nd->node[me];
-    if (nd->node[r] == k) return r == me;
-    return nd->local[me] == r % nd->count[k];
+    int me = v->rank, k = nd->node_of[me];
+    if (nd->node_of[r] == k) return r == me;
+    return nd->local[me] == r % node_count(nd, k);
 }
 
 /* Read the header of a copy and hold it against the manifest: 0 if it is
@@ -437,7 +396,7 @@ static int check_copy(const char *path, int r, const struct ckpt_local_manifest 
 
 /* Offer the copies on this node: keys[r] for every rank, *bad the first
  * rank + 1 whose copy here disagrees with the manifest (0: none). */
-static void scan_node(const struct ckpt_view *v, const struct nodes *nd, const char *root,
+static void scan_node(const struct ckpt_view *v, const struct placement_nodes *nd, const char *root,
                       const char *name, const struct ckpt_local_manifest *man, long long *keys,
                       int *bad, char *why, size_t why_size)
 {
@@ -461,7 +420,7 @@ static void scan_node(const struct ckpt_view *v, const struct nodes *nd, const c
             if (!*bad || r + 1 < *bad) *bad = r + 1;
             continue;
         }
-        long long key = (nd->node[r] == nd->node[v->rank] ? 0 : 2LL * size) + (partner ? size : 0) + v->rank;
+        long long key = (nd->node_of[r] == nd->node_of[v->rank] ? 0 : 2LL * size) + (partner ? size : 0) + v->rank;
         if (key < keys[r]) keys[r] = key;
     }
     if (d) closedir(d);
@@ -679,7 +638,7 @@ cleanup:
 
 /* Which copy of each part to use (keys, the same on every rank), agreed:
  * none disagrees with the manifest, and every part has one. */
-static int find_copies(const struct ckpt_view *v, const struct nodes *nd, const char *root, const char *name,
+static int find_copies(const struct ckpt_view *v, const struct placement_nodes *nd, const char *root, const char *name,
                        const struct ckpt_local_manifest *man, long long *keys)
 {
     int rc = 0, size = v->plan->nranks, bad = 0;
@@ -707,7 +666,7 @@ int ckpt_local_read(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOS
     char identity[17];
     long long *keys = NULL;
     char *buf = NULL, **served = NULL;
-    struct nodes nd = {0};
+    struct placement_nodes nd = {0};
     struct part mine = {0};
     struct posts sends = {0}, recvs = {0};
     double t0 = clock_now();
@@ -717,7 +676,7 @@ int ckpt_local_read(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOS
     if (man->world != size || memcmp(identity, man->identity, 17) != 0)
         CAIRN_FAIL(CAIRN_EINPUT, "it is of %d ranks%s, this run has %d", man->world,
                    man->world == size ? " of another layout or other settings" : "", size);
-    rc = nodes_make(hosts, size, &nd);
+    rc = placement_nodes(hosts, size, &nd);
     if (rc == 0) rc = part_make(v, identity, &man->meta, &mine); /* which blobs: the records */
     if (rc == 0 && (!(keys = malloc((size_t)size * sizeof *keys)) ||
                     !(served = calloc((size_t)size, sizeof *served))))
@@ -749,7 +708,7 @@ cleanup:
     posts_free(&sends);
     posts_free(&recvs);
     part_free(&mine);
-    nodes_free(&nd);
+    placement_nodes_free(&nd);
     return rc;
 }
 
@@ -777,9 +736,10 @@ static void remove_tree(const char *path)
 void ckpt_local_prune(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOST_MAX],
                       const char *root, const char *keep)
 {
-    int first = 0;
-    while (first < v->rank && strcmp(hosts[first], hosts[v->rank]) != 0) first++;
-    if (first != v->rank) return; /* the node's lowest rank prunes it */
+    struct placement_nodes nd = {0};
+    bool first = placement_nodes(hosts, v->plan->nranks, &nd) == 0 && nd.local[v->rank] == 0;
+    placement_nodes_free(&nd);
+    if (!first) return; /* the node's lowest rank prunes it */
     DIR *d = opendir(root);
     struct dirent *de;
     char path[4400];
