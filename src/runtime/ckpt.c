@@ -70,8 +70,8 @@ struct ckpt_mgr {
     struct watchdog_lane *writer_lane; /* the writer's, while it writes */
     int pending_tiers;
     /* checkpoint.local: this job's directory on every node, the shared
-     * directory's list of node-local checkpoints, and the newest this run
-     * committed or resumed */
+     * directory's list of node-local checkpoints, and whether this run
+     * committed or resumed one */
     char local_root[4400];
     char local_dir[4400];
     bool local_committed;
@@ -97,7 +97,6 @@ bool ckpt_committed_at(const struct ckpt_mgr *c, const struct ckpt_meta *m)
 {
     return c->committed && c->last.epoch == m->epoch && c->last.step == m->step;
 }
-
 const char *ckpt_dir(const struct ckpt_mgr *c) { return c->dir; }
 
 /* At a point of a save: CAIRN_FAULT's kill, fill, ..., and hold, which
@@ -1184,9 +1183,7 @@ static int save_with(struct ckpt_mgr *c, const struct saver *s, const struct ckp
  * the failure under checkpoint.on_failure. */
 static int take_outcome(struct ckpt_mgr *c, const struct ckpt_meta *m, int rc, const struct saved *out)
 {
-    if (out->committed & TIER_LOCAL) {
-        c->local_committed = true;
-    }
+    if (out->committed & TIER_LOCAL) c->local_committed = true;
     if (out->committed & TIER_SHARED) {
         c->last = *m;
         c->committed = true;
