@@ -14,6 +14,13 @@ MPI_Datatype coll_type(enum dtype t);
  * message becomes every rank's current message, so that rank 0 can report
  * it and all ranks can stop alike.  If MPI itself fails, CAIRN_EMPI. */
 int coll_agree(MPI_Comm comm, int rc);
+struct fsx_out;
+/* Collective on comm: rank 0 begins an fsx_out for path (see fsx.h), and
+ * every rank learns its temporary's path (o->tmp) and that it can open it
+ * for writing, for a collective writer (MPI-IO, parallel HDF5).  Rank 0
+ * commits it (fsx_out_commit) once every rank has written, or aborts it;
+ * on the other ranks both do nothing. */
+int coll_out_begin(MPI_Comm comm, const char *path, int flags, struct fsx_out *o);
 
 /* Collective on comm: gather one double per rank to rank 0 (vals has
  * size entries there; may be NULL elsewhere). */

@@ -18,15 +18,19 @@ int datagen_range(const char *file, const char *dataset, int64_t start, int64_t 
 {
     int rc = 0;
     hid_t f = H5I_INVALID_HID;
+    struct fsx_out out = {.dir = -1, .fd = -1};
     int64_t *v = malloc((size_t)(count ? count : 1) * sizeof *v);
     CAIRN_CHECK_ALLOC(v);
     for (int64_t i = 0; i < count; i++) v[i] = start + i;
     h5_quiet();
     struct tensor t = {.dtype = DT_I64, .shape = {1, {count}}, .data = v};
-    CAIRN_CHECK(h5_create_file(file, H5P_DEFAULT, &f));
+    CAIRN_CHECK(fsx_out_begin(&out, file, 0));
+    CAIRN_CHECK(h5_create_file(out.tmp, H5P_DEFAULT, &f));
     CAIRN_CHECK(h5_put_tensor(f, dataset, &t));
 cleanup:
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
+    rc = rc ? rc : fsx_out_commit(&out);
+    fsx_out_abort(&out);
     free(v);
     return rc;
 }
@@ -133,6 +137,7 @@ int datagen_synth(MPI_Comm comm, const char *file, const struct datagen_spec *g)
     int32_t *y = NULL;
     int64_t *ids[DATAGEN_MAX_TABLES] = {0}, samples = g->samples, features = g->features;
     hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID;
+    struct fsx_out out = {.dir = -1, .fd = -1};
     int64_t lo, hi;
     bool deferring = false;
     MPI_Comm_rank(comm, &me);
@@ -156,13 +161,11 @@ int datagen_synth(MPI_Comm comm, const char *file, const struct datagen_spec *g)
     fapl = H5Pcreate(H5P_FILE_ACCESS);
     CAIRN_CHECK_H5(fapl);
     CAIRN_CHECK_H5(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL));
-    /* an MPI-IO open that fails on some ranks only would split them */
-    CAIRN_CHECK(coll_agree(comm, me == 0 ? fsx_open_write(file, true) : 0));
-    CAIRN_CHECK(coll_agree(comm, me == 0 ? 0 : fsx_open_write(file, false)));
-    h5_mpio_before_open(comm, file);
-    iodefer_begin(file); /* a write failing on some ranks only must not split them */
+    CAIRN_CHECK(coll_out_begin(comm, file, 0, &out)); /* FILE whole or as it was */
+    h5_mpio_before_open(comm, out.tmp);
+    iodefer_begin(out.tmp); /* a write failing on some ranks only must not split them */
     deferring = true;
-    CAIRN_CHECK(h5_create_file(file, fapl, &f));
+    CAIRN_CHECK(h5_create_file(out.tmp, fapl, &f));
     struct shape fs = {2, {samples, features}}, ls = {1, {samples}};
     CAIRN_CHECK(write_rows(f, "features", DT_F32, &fs, lo, hi - lo, x));
     CAIRN_CHECK(write_rows(f, "labels", DT_I32, &ls, lo, hi - lo, y));
@@ -177,7 +180,8 @@ cleanup:
         if (d) rc = d;
     }
     rc = coll_agree(comm, rc);
-    if (rc && deferring && me == 0) unlink(file); /* written in part: never a damaged data file */
+    if (rc == 0) rc = coll_agree(comm, me == 0 ? fsx_out_commit(&out) : 0);
+    fsx_out_abort(&out); /* written in part: never a damaged data file */
     if (fapl >= 0) H5Pclose(fapl);
     free(x);
     free(y);

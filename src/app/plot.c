@@ -4,6 +4,7 @@
 #include "cli_priv.h"
 
 #include "cairn/error.h"
+#include "cairn/fsx.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -172,15 +173,19 @@ static void panel(FILE *g, const struct run *runs, int n, const char *title, int
     fprintf(g, "\n");
 }
 
-/* gnuplot draws into out's temporary name; renamed once whole. */
+/* gnuplot draws into out's temporary, which an fsx_out made; renamed once
+ * whole. */
 static int draw(const struct run *runs, int n, const char *out, int w, int h)
 {
-    char tmp[4200];
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", out) >= (int)sizeof tmp)
-        return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "the output path is too long");
+    struct fsx_out o;
+    int rc = fsx_out_begin(&o, out, FSX_UNIQUE);
+    if (rc) return rc;
     signal(SIGPIPE, SIG_IGN); /* a gnuplot that is missing or quits: its status says why */
     FILE *g = popen("gnuplot >&2", "w");
-    if (!g) return cairn_err_errno(CAIRN_ERUNTIME, __FILE__, __LINE__, "cannot run gnuplot");
+    if (!g) {
+        fsx_out_abort(&o);
+        return cairn_err_errno(CAIRN_ERUNTIME, __FILE__, __LINE__, "cannot run gnuplot");
+    }
     for (int i = 0; i < n; i++) {
         fprintf(g, "$run%d << EOD\n", i);
         for (int64_t e = 0; e < runs[i].n; e++) {
@@ -195,7 +200,7 @@ static int draw(const struct run *runs, int n, const char *out, int w, int h)
         fprintf(g, "EOD\n");
     }
     fprintf(g, "set terminal pngcairo size %d,%d noenhanced font ',10'\nset output '", w, h);
-    put_label(g, tmp);
+    put_label(g, o.tmp);
     fprintf(g, "'\nset datafile missing '?'\nset key top right font ',8'\nset grid\nset xlabel 'epoch'\n"
                "set format x '%%.0f'\n");
     int64_t epochs = 0;
@@ -208,12 +213,8 @@ static int draw(const struct run *runs, int n, const char *out, int w, int h)
     panel(g, runs, n, "checkpoint seconds (end of epoch)", F_CKPT, -1);
     fprintf(g, "unset multiplot\nset output\n");
     int st = pclose(g);
-    if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
-        if (rename(tmp, out) == 0) return 0;
-        unlink(tmp);
-        return cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot rename %s to %s", tmp, out);
-    }
-    unlink(tmp);
+    if (st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0) return fsx_out_commit(&o);
+    fsx_out_abort(&o);
     return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__, "gnuplot failed (exit %d%s); %s not written",
                              WIFEXITED(st) ? WEXITSTATUS(st) : -1,
                              WIFEXITED(st) && WEXITSTATUS(st) == 127 ? ": is it installed? make deps installs it" : "",

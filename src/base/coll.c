@@ -2,6 +2,7 @@
 #include "cairn/coll.h"
 
 #include "cairn/error.h"
+#include "cairn/fsx.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -178,4 +179,19 @@ cleanup:
     free(req);
     free(rbuf);
     return rc ? rc : first_rc;
+}
+
+int coll_out_begin(MPI_Comm comm, const char *path, int flags, struct fsx_out *o)
+{
+    int rc = 0, me = 0;
+    *o = (struct fsx_out){.dir = -1, .fd = -1};
+    MPI_Comm_rank(comm, &me);
+    if (me == 0) rc = fsx_out_begin(o, path, flags);
+    CAIRN_CHECK(coll_agree(comm, rc));
+    CAIRN_CHECK_MPI(MPI_Bcast(o->tmp, sizeof o->tmp, MPI_CHAR, 0, comm));
+    /* an MPI-IO open that fails on some ranks only would split them */
+    CAIRN_CHECK(coll_agree(comm, me == 0 ? 0 : fsx_open_write(o->tmp, false)));
+cleanup:
+    if (rc) fsx_out_abort(o);
+    return rc;
 }

@@ -106,7 +106,7 @@ static void fill(const char *dir)
     static const char zeros[65536];
     char path[4200];
     snprintf(path, sizeof path, "%s/fill.ballast", dir);
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
     if (fd < 0) return;
     for (size_t chunk = sizeof zeros; chunk > 0;)
         if (write(fd, zeros, chunk) < 0) chunk /= 2; /* down to the last free byte */

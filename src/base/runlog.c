@@ -2,6 +2,7 @@
 #include "cairn/runlog.h"
 
 #include "cairn/error.h"
+#include "cairn/fsx.h"
 #include "cairn/strbuf.h"
 
 #include <fcntl.h>
@@ -31,11 +32,9 @@ int runlog_open(const char *dir, int world_rank, struct runlog **out)
     l->log_fd = l->metrics_fd = -1;
     pthread_mutex_init(&l->lock, NULL);
     snprintf(path, sizeof path, "%s/cairn.log", dir);
-    l->log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    CAIRN_CHECK_ERRNO(l->log_fd >= 0, CAIRN_EIO, "cannot open %s", path);
+    CAIRN_CHECK(fsx_open_append(path, &l->log_fd));
     snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
-    l->metrics_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    CAIRN_CHECK_ERRNO(l->metrics_fd >= 0, CAIRN_EIO, "cannot open %s", path);
+    CAIRN_CHECK(fsx_open_append(path, &l->metrics_fd));
     *out = l;
     l = NULL;
 cleanup:

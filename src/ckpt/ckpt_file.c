@@ -1428,21 +1428,24 @@ cleanup:
     return rc;
 }
 
-int ckpt_file_extract(const char *path, const char *const *blobs, int n, const char *out)
+int ckpt_file_extract(const char *path, const char *const *blobs, int n, const char *to)
 {
     int rc = 0;
+    struct fsx_out out = {.dir = -1, .fd = -1};
     hid_t f = H5I_INVALID_HID, o = H5I_INVALID_HID;
     struct contents c = {0};
     h5_quiet();
     CAIRN_CHECK(open_checked(path, H5P_DEFAULT, &f, &c));
-    CAIRN_CHECK(h5_create_file(out, H5P_DEFAULT, &o));
+    CAIRN_CHECK(fsx_out_begin(&out, to, 0));
+    CAIRN_CHECK(h5_create_file(out.tmp, H5P_DEFAULT, &o));
     CAIRN_CHECK(copy_attrs(f, o, &c));
     for (int i = 0; i < n; i++) CAIRN_CHECK(extract_one(f, &c, o, blobs[i]));
 cleanup:
     if (o >= 0 && H5Fclose(o) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
     if (f >= 0) H5Fclose(f);
     contents_free(&c);
-    if (rc && o >= 0) remove(out);
+    if (rc == 0) rc = fsx_out_commit(&out);
+    fsx_out_abort(&out);
     if (rc == CAIRN_EHDF5) rc = CAIRN_ECORRUPT;
     return rc;
 }

@@ -117,6 +117,7 @@ int ckpt_index_write_tmp(const char *dir, const struct ckpt_index *idx)
     int rc = 0;
     char path[4200];
     struct strbuf b = {0};
+    struct fsx_out o = {.dir = -1, .fd = -1};
     strbuf_add(&b, header);
     for (int i = 0; i < idx->n; i++) {
         const struct ckpt_entry *e = &idx->v[i];
@@ -124,9 +125,13 @@ int ckpt_index_write_tmp(const char *dir, const struct ckpt_index *idx)
                     e->file, e->bytes, e->ok ? "ok" : "bad");
     }
     CAIRN_CHECK(strbuf_finish(&b));
-    CAIRN_CHECK(fsx_join(path, sizeof path, dir, "index.tmp"));
-    CAIRN_CHECK(fsx_write_synced(path, strbuf_str(&b), b.len));
+    CAIRN_CHECK(fsx_join(path, sizeof path, dir, "index"));
+    CAIRN_CHECK(fsx_out_begin(&o, path, 0));
+    CAIRN_CHECK(fsx_out_write(&o, strbuf_str(&b), b.len));
+    CAIRN_CHECK(fsx_out_sync(&o));
+    o.made = false; /* synced: left as index.tmp for ckpt_index_commit_tmp */
 cleanup:
+    fsx_out_abort(&o); /* a full disk must not leave index.tmp behind */
     strbuf_free(&b);
     return rc;
 }
@@ -134,18 +139,13 @@ cleanup:
 int ckpt_index_commit_tmp(const char *dir, bool *replaced)
 {
     int rc = 0;
-    char tmp[4200], path[4200];
-    if (replaced) *replaced = false;
+    char tmp[4200];
+    bool renamed = false;
     CAIRN_CHECK(fsx_join(tmp, sizeof tmp, dir, "index.tmp"));
-    CAIRN_CHECK(fsx_join(path, sizeof path, dir, "index"));
-    if (rename(tmp, path) != 0) {
-        rc = cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot rename %s", tmp);
-        unlink(tmp);
-        goto cleanup;
-    }
-    if (replaced) *replaced = true;
-    CAIRN_CHECK(fsx_fsync_path(dir));
+    rc = fsx_replace(dir, "index.tmp", "index", &renamed);
+    if (!renamed) unlink(tmp);
 cleanup:
+    if (replaced) *replaced = renamed;
     return rc;
 }
 

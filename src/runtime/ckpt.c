@@ -376,7 +376,7 @@ static int token_seen(struct ckpt_mgr *c, const char *dir, int **seen)
         snprintf(name, sizeof name, ".token-%s-%ld-%lld", l->host, (long)getpid(), (long long)time(NULL));
         all = malloc((size_t)l->size * sizeof *all);
         if (!all || fsx_mkdir_p(dir) || fsx_join(path, sizeof path, dir, name) ||
-            fsx_write_atomic(path, name, strlen(name)))
+            fsx_write_atomic(path, name, strlen(name), FSX_PRIVATE))
             name[0] = '\0';
     }
     CAIRN_CHECK_MPI(MPI_Bcast(name, sizeof name, MPI_CHAR, 0, world(c)));
@@ -422,7 +422,7 @@ cleanup:
  * the loss of its node only if no other node sees it, so the ranks of
  * other nodes must not see rank 0's file there (and those of rank 0's
  * node must). */
-static int check_private(struct ckpt_mgr *c)
+static int check_node_local(struct ckpt_mgr *c)
 {
     const struct layout *l = c->rt->layout;
     int rc = 0, *seen = NULL, other = 0;
@@ -473,8 +473,12 @@ static int open_local(struct ckpt_mgr *c)
     int n = snprintf(c->local_root, sizeof c->local_root, "%s/cairn-%s", c->spec->local, key);
     if (n < 0 || (size_t)n >= sizeof c->local_root)
         CAIRN_FAIL(CAIRN_EINPUT, "checkpoint.local: path too long: %s", c->spec->local);
-    CAIRN_CHECK(coll_agree(world(c), fsx_mkdir_p(c->local_root)));
-    CAIRN_CHECK(coll_agree(world(c), check_private(c)));
+    /* the tree holds the model and optimizer state, often in /dev/shm:
+     * private to this user, checked before anything in it is read */
+    rc = fsx_mkdir_p(c->spec->local);
+    if (rc == 0) rc = fsx_private_dir(c->local_root, true);
+    CAIRN_CHECK(coll_agree(world(c), rc));
+    CAIRN_CHECK(coll_agree(world(c), check_node_local(c)));
     bool one_node = true;
     for (int r = 0; r < c->rt->layout->size; r++) one_node &= strcmp(c->rt->layout->hosts[r], c->rt->layout->host) == 0;
     if (one_node && is_root(c))
@@ -692,7 +696,7 @@ static bool load_tried_twice(struct ckpt_mgr *c, const struct candidate *k)
     if (strcmp(name, k->file) != 0) tries = 0;
     if (tries >= 2) return true;
     int n = snprintf(buf, sizeof buf, "%s %d\n", k->file, tries + 1);
-    fsx_write_atomic(path, buf, (size_t)n); /* best effort: it only guards crash loops */
+    fsx_write_atomic(path, buf, (size_t)n, 0); /* best effort: it only guards crash loops */
     return false;
 }
 
@@ -714,7 +718,7 @@ static int count_resume(struct ckpt_mgr *c, const struct candidate *k)
     n = n < 0 ? 0 : n >= INT_MAX ? INT_MAX : n; /* someone else's file: never overflow */
     n = strcmp(name, k->file) != 0 ? 1 : n < INT_MAX ? n + 1 : n;
     int w = snprintf(buf, sizeof buf, "%s %lld\n", k->file, n);
-    fsx_write_atomic(path, buf, (size_t)w); /* best effort: a read-only directory still resumes */
+    fsx_write_atomic(path, buf, (size_t)w, 0); /* best effort: a read-only directory still resumes */
     if (n > c->spec->max_resumes && !k->have)
         return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__,
                              "the job has started fresh %lld times in a row and died each time "
@@ -953,15 +957,15 @@ static void remove_unfinished(const struct ckpt_mgr *c)
 static int commit(struct ckpt_mgr *c, const char *name, const struct ckpt_meta *m)
 {
     int rc = 0;
-    char path[4400], tmp[sizeof path + 8];
+    char path[4400], tmp[sizeof path + 8], tmp_name[300];
     struct ckpt_index idx = {0}, gone = {0};
-    bool listed = false;
+    bool listed = false, renamed = false;
     CAIRN_CHECK(fsx_join(path, sizeof path, c->dir, name));
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    snprintf(tmp_name, sizeof tmp_name, "%s.tmp", name);
     fault(c, "before_rename", m->epoch);
     CAIRN_CHECK(fsx_fsync_path(tmp));
-    CAIRN_CHECK_ERRNO(rename(tmp, path) == 0, CAIRN_EIO, "cannot rename %s", tmp);
-    CAIRN_CHECK(fsx_fsync_path(c->dir));
+    CAIRN_CHECK(fsx_replace(c->dir, tmp_name, name, &renamed));
     fault(c, "after_rename", m->epoch);
     CAIRN_CHECK(ckpt_index_read(c->dir, &idx));
     struct ckpt_entry e = {.epoch = m->epoch, .step = m->step, .bytes = fsx_file_size(path), .ok = true};
@@ -977,7 +981,7 @@ static int commit(struct ckpt_mgr *c, const char *name, const struct ckpt_meta *
     for (int i = 0; i < gone.n; i++)
         if (fsx_join(path, sizeof path, c->dir, gone.v[i].file) == 0) unlink(path);
 cleanup:
-    if (rc && !listed && fsx_join(path, sizeof path, c->dir, name) == 0)
+    if (rc && renamed && !listed && fsx_join(path, sizeof path, c->dir, name) == 0)
         unlink(path); /* never listed, so never loaded: give its space back */
     ckpt_index_free(&idx);
     ckpt_index_free(&gone);
@@ -1003,21 +1007,23 @@ static int failed(struct ckpt_mgr *c, const char *what, const struct ckpt_meta *
     return 0;
 }
 
-/* Rank 0: make the directory and try creating the file, because MPI-IO
- * reports a failed open only as "MPI_ERR_OTHER" while errno says why. */
+/* Rank 0: make the directory and create the temporary (never through a
+ * planted link or FIFO: see fsx_out), for MPI-IO reports a failed open
+ * only as "MPI_ERR_OTHER" while errno says why. */
 static int probe(struct ckpt_mgr *c, const char *tmp)
 {
+    struct fsx_out o;
+    char path[4400];
     int rc = fsx_mkdir_p(c->dir);
-    if (rc) return rc;
-    /* the temporary name is cairn's own: something else there (a FIFO
-     * would block the open for ever) goes */
-    if (access(tmp, F_OK) == 0 && !fsx_is_regular(tmp) && unlink(tmp) != 0)
-        return cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot remove %s, which is not a "
-                                                              "regular file", tmp);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
-    if (fd < 0) return cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot create %s", tmp);
-    close(fd);
-    return 0;
+    size_t n = strlen(tmp) - 4; /* less ".tmp" */
+    if (rc == 0 && n < sizeof path) {
+        memcpy(path, tmp, n);
+        path[n] = '\0';
+        rc = fsx_out_begin(&o, path, 0);
+        o.made = false; /* left for every rank to write */
+        fsx_out_abort(&o);
+    }
+    return rc;
 }
 
 /* A preemption by TERM leaves the job Slurm's KillWait before the KILL:
@@ -1086,7 +1092,7 @@ static int commit_local(struct ckpt_mgr *c, const char *name, const struct ckpt_
     int rc = 0;
     char path[4400] = "", old[4400];
     struct ckpt_index idx = {0}, gone = {0};
-    bool listed = false;
+    bool listed = false, wrote = false;
     struct ckpt_local_manifest man = {.meta = *m, .world = c->rt->layout->size, .parts = parts};
     struct ckpt_entry e = {.epoch = m->epoch, .step = m->step, .ok = true};
     snprintf(e.file, sizeof e.file, "%s", name);
@@ -1095,6 +1101,7 @@ static int commit_local(struct ckpt_mgr *c, const char *name, const struct ckpt_
     CAIRN_CHECK(fsx_mkdir_p(c->local_dir));
     CAIRN_CHECK(fsx_join(path, sizeof path, c->local_dir, name));
     CAIRN_CHECK(ckpt_local_manifest_write(path, &man));
+    wrote = true;
     CAIRN_CHECK(ckpt_index_read(c->local_dir, &idx));
     for (int i = idx.n - 1; i >= 0; i--)
         if ((idx.v[i].epoch != e.epoch || idx.v[i].step != e.step) && ckpt_index_put(&gone, &idx.v[i]) == 0)
@@ -1107,7 +1114,7 @@ static int commit_local(struct ckpt_mgr *c, const char *name, const struct ckpt_
     for (int i = 0; i < gone.n; i++)
         if (fsx_join(old, sizeof old, c->local_dir, gone.v[i].file) == 0) unlink(old);
 cleanup:
-    if (rc && !listed && path[0]) unlink(path);
+    if (rc && wrote && !listed) unlink(path);
     ckpt_index_free(&idx);
     ckpt_index_free(&gone);
     return rc;

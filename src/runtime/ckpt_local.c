@@ -148,29 +148,21 @@ cleanup:
     return rc;
 }
 
-/* A part file is written as path.tmp, synced and renamed: whole or absent.
- * file_begin: tmp's name and its fd (-1 and an error if it cannot be
- * made); file_end: with rc 0, sync, rename and sync the directory; either
- * way the fd is closed and, on failure, tmp removed.  Returns rc or the
- * first error of its own. */
-static int file_begin(const char *path, char *tmp, size_t size, int *fd)
+/* A part file is written through an fsx_out (private: 0600, no link
+ * followed), synced and renamed: whole or absent.  file_end: with rc 0,
+ * commit; either way o is closed and, on failure, the temporary removed.
+ * Returns rc or the first error of its own. */
+static int file_begin(const char *path, struct fsx_out *o)
 {
-    *fd = -1;
-    if (!path[0] || snprintf(tmp, size, "%s.tmp", path) >= (int)size)
-        return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "path too long: %s", path);
-    *fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    return *fd >= 0 ? 0 : cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot create %s", tmp);
+    *o = (struct fsx_out){.dir = -1, .fd = -1};
+    if (!path[0]) return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "path too long");
+    return fsx_out_begin(o, path, FSX_PRIVATE);
 }
 
-static int file_end(int rc, int fd, const char *tmp, const char *path)
+static int file_end(int rc, struct fsx_out *o)
 {
-    if (rc == 0 && fsync(fd) != 0) rc = cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot fsync %s", tmp);
-    if (fd >= 0 && close(fd) != 0 && rc == 0)
-        rc = cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot write %s", tmp);
-    if (rc == 0 && rename(tmp, path) != 0)
-        rc = cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot rename %s", tmp);
-    if (rc == 0) rc = fsx_fsync_parent(path);
-    if (rc && tmp[0]) unlink(tmp);
+    if (rc == 0) return fsx_out_commit(o);
+    fsx_out_abort(o);
     return rc;
 }
 
@@ -179,26 +171,26 @@ static int file_end(int rc, int fd, const char *tmp, const char *path)
  * known. */
 static int write_own(const char *path, struct part *p)
 {
-    char tmp[4400] = "";
-    int fd, rc = file_begin(path, tmp, sizeof tmp, &fd);
+    struct fsx_out o;
+    int rc = file_begin(path, &o);
     struct part_head *h = head_of(p);
-    if (rc == 0) rc = fsx_write_fd(fd, p->head, p->head_bytes, tmp);
+    if (rc == 0) rc = fsx_out_write(&o, p->head, p->head_bytes);
     int64_t first = 0;
     h->data_sum = 0;
     for (int i = 0; rc == 0 && i < p->n; i++) {
         struct checksum_job j;
         int64_t words = (int64_t)(tensor_bytes(p->t[i]) / 4);
         checksum_start(&j, p->t[i]->data, 4, words, first);
-        rc = fsx_write_fd(fd, p->t[i]->data, tensor_bytes(p->t[i]), tmp);
+        rc = fsx_out_write(&o, p->t[i]->data, tensor_bytes(p->t[i]));
         h->data_sum += checksum_finish(&j);
         first += words;
     }
     h->head_sum = head_sum(p);
-    ssize_t w = rc == 0 ? pwrite(fd, p->head, p->head_bytes, 0) : 0;
+    ssize_t w = rc == 0 ? pwrite(o.fd, p->head, p->head_bytes, 0) : 0;
     if (rc == 0 && w != (ssize_t)p->head_bytes)
-        rc = w < 0 ? cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot write %s", tmp)
-                   : cairn_err_set(CAIRN_EIO, __FILE__, __LINE__, "cannot write %s: short write", tmp);
-    return file_end(rc, fd, tmp, path);
+        rc = w < 0 ? cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot write %s", o.tmp)
+                   : cairn_err_set(CAIRN_EIO, __FILE__, __LINE__, "cannot write %s: short write", o.tmp);
+    return file_end(rc, &o);
 }
 
 static void remove_tree(const char *path);
@@ -256,8 +248,8 @@ static int part_path(char *out, size_t size, const char *root, const char *name,
  * even when the file cannot be written: the sender waits for them all. */
 static int receive_copy(MPI_Comm comm, int from, char *buf, const char *path)
 {
-    char tmp[4400] = "";
-    int fd, rc = file_begin(path, tmp, sizeof tmp, &fd), mrc = 0;
+    struct fsx_out o;
+    int rc = file_begin(path, &o), mrc = 0;
     uint64_t total = 0, got = 0;
     MPI_Request q;
     MPI_Status st;
@@ -272,12 +264,12 @@ static int receive_copy(MPI_Comm comm, int from, char *buf, const char *path)
         }
         if ((mrc = MPI_Irecv(buf, bytes, MPI_BYTE, from, TAG_PARTNER, comm, &q)) == MPI_SUCCESS)
             mrc = coll_wait(1, &q) ? MPI_ERR_OTHER : MPI_SUCCESS;
-        if (mrc == MPI_SUCCESS && rc == 0) rc = fsx_write_fd(fd, buf, (size_t)bytes, tmp);
+        if (mrc == MPI_SUCCESS && rc == 0) rc = fsx_out_write(&o, buf, (size_t)bytes);
         got += (uint64_t)bytes;
     }
     if (mrc != MPI_SUCCESS && rc == 0)
         rc = cairn_err_set(CAIRN_EMPI, __FILE__, __LINE__, "receiving rank %d's partner copy failed", from);
-    return file_end(rc, fd, tmp, path);
+    return file_end(rc, &o);
 }
 
 /* Receive the partner copies of the ranks whose partner this rank is
@@ -316,7 +308,7 @@ int ckpt_local_write(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HO
      * lowest rank clears them before anyone writes */
     if (rc == 0 && nd.local[v->rank] == 0) remove_tree(dir);
     CAIRN_CHECK(coll_agree(v->comm, rc));
-    rc = fsx_mkdir_p(dir);
+    rc = fsx_private_dir(dir, true);
     if (rc == 0) rc = part_path(path, sizeof path, root, name, "rank", v->rank);
     if (rc == 0) rc = write_own(path, &p); /* and the header's checksums */
     *mine = (struct ckpt_local_part){.bytes = p.total, .sum = head_of(&p)->data_sum};
@@ -378,7 +370,7 @@ static bool offers(const struct ckpt_view *v, const struct placement_nodes *nd, 
 static int check_copy(const char *path, int r, const struct ckpt_local_manifest *man)
 {
     struct part_head h;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    int fd = fsx_open_nofollow(path, O_RDONLY); /* a link planted in place of a part is no part */
     if (fd < 0) return cairn_err_errno(CAIRN_ECORRUPT, __FILE__, __LINE__, "cannot open %s", path);
     ssize_t got = pread(fd, &h, sizeof h, 0);
     struct stat st;
@@ -404,7 +396,9 @@ static void scan_node(const struct ckpt_view *v, const struct placement_nodes *n
     char dir[4400], path[4400];
     for (int r = 0; r < size; r++) keys[r] = KEY_NONE;
     *bad = 0;
-    if (fsx_join(dir, sizeof dir, root, name)) return;
+    struct stat st;
+    if (fsx_join(dir, sizeof dir, root, name) || lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return; /* a link in place of the position's directory is not followed */
     DIR *d = opendir(dir);
     struct dirent *de;
     while (d && (de = readdir(d))) {
@@ -430,7 +424,7 @@ static void scan_node(const struct ckpt_view *v, const struct placement_nodes *n
 static int read_file(const char *path, uint64_t bytes, char **out)
 {
     size_t len = 0;
-    int rc = fsx_read_all(path, out, &len);
+    int rc = fsx_read_private(path, out, &len);
     if (rc == 0 && len != bytes) {
         free(*out);
         *out = NULL;
@@ -764,7 +758,7 @@ int ckpt_local_manifest_write(const char *path, const struct ckpt_local_manifest
         strbuf_addf(&b, "part %d %llu %016llx\n", r, (unsigned long long)man->parts[r].bytes,
                     (unsigned long long)man->parts[r].sum);
     int rc = strbuf_finish(&b);
-    if (rc == 0) rc = fsx_write_atomic(path, strbuf_str(&b), b.len);
+    if (rc == 0) rc = fsx_write_atomic(path, strbuf_str(&b), b.len, 0);
     strbuf_free(&b);
     return rc;
 }

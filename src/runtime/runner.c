@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,7 +79,10 @@ static void write_exit_status(const char *run_dir, int rc)
 static void forget_exit_status(const char *run_dir)
 {
     char path[4200];
-    if (fsx_join(path, sizeof path, run_dir, "exit_status") == 0) unlink(path);
+    struct stat st;
+    if (fsx_join(path, sizeof path, run_dir, "exit_status") == 0 && lstat(path, &st) == 0 &&
+        S_ISREG(st.st_mode))
+        unlink(path); /* anything else there is not cairn's to remove; the new one then cannot be written */
 }
 
 static void log_start(struct runtime *rt)

@@ -347,7 +347,7 @@ cleanup:
     return rc;
 }
 
-/* Trainer 0 writes RUN_DIR/model.h5, atomically (a .tmp, fsync, rename);
+/* Trainer 0 writes RUN_DIR/model.h5 through an fsx_out (whole or absent);
  * on the PS group (inputs: the tables) the shards stream the tables to it. */
 int train_op_save_model(struct op_call *c)
 {
@@ -357,22 +357,19 @@ int train_op_save_model(struct op_call *c)
         rc = stream_table(t, e, &c->in[e]->t, H5I_INVALID_HID);
     if (t->role == ROLE_PS) return rc;
     if (c->ctx->rt->layout->rank != 0) return 0;
-    bool renamed = false;
-    char path[4200], tmp[4300] = "";
+    struct fsx_out o = {.dir = -1, .fd = -1};
+    char path[4200];
     CAIRN_CHECK(fsx_join(path, sizeof path, c->ctx->rt->run_dir, "model.h5"));
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    CAIRN_CHECK(write_model(t, c, tmp));
-    CAIRN_CHECK(fsx_fsync_path(tmp));
-    CAIRN_CHECK_ERRNO(rename(tmp, path) == 0, CAIRN_EIO, "cannot rename %s", tmp);
-    renamed = true;
-    CAIRN_CHECK(fsx_fsync_parent(path));
+    CAIRN_CHECK(fsx_out_begin(&o, path, 0));
+    CAIRN_CHECK(write_model(t, c, o.tmp));
+    CAIRN_CHECK(fsx_out_commit(&o));
 cleanup:
-    if (rc && renamed) { /* whole, but its directory entry may not survive a crash */
+    fsx_out_abort(&o);
+    if (rc && o.renamed) { /* whole, but its directory entry may not survive a crash */
         unlink(path);
         cairn_err_wrap(rc, "model.h5 removed (the last checkpoint holds the trained state, and "
                            "running the job again writes it): ");
     } else if (rc) {
-        if (*tmp) unlink(tmp);
         cairn_err_wrap(rc, "model.h5 not written (the last checkpoint holds the trained state, and "
                            "running the job again writes it): ");
     }

@@ -452,8 +452,7 @@ struct run {
     int32_t *pred;
     int *count, *at; /* the gathers' */
     double *all;     /* rank 0: what they gather */
-    char tmp[4200];  /* the predictions file until it is whole; made: by this run */
-    bool made;
+    struct fsx_out out; /* the predictions file until it is whole (OUT.<rank 0's pid>.tmp) */
     hid_t f, d_out, d_pred, dxpl;
 };
 
@@ -495,36 +494,13 @@ cleanup:
     return rc;
 }
 
-/* Collective: the temporary name, OUT.<rank 0's pid>.tmp, which rank 0
- * creates anew (never an existing file, or a link's target), so that
- * a failed run removes only what it made. */
-static int out_reserve(struct run *x)
-{
-    int rc = 0;
-    long pid = (long)getpid();
-    CAIRN_CHECK_MPI(MPI_Bcast(&pid, 1, MPI_LONG, 0, x->comm));
-    if (snprintf(x->tmp, sizeof x->tmp, "%s.%ld.tmp", x->o->out, pid) >= (int)sizeof x->tmp)
-        rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "the output path is too long");
-    if (rc == 0 && x->me == 0) {
-        int fd = open(x->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
-        if (fd < 0) rc = cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot create %s", x->tmp);
-        x->made = fd >= 0;
-        if (fd >= 0) close(fd);
-    }
-    CAIRN_CHECK(coll_agree(x->comm, rc));
-    /* an MPI-IO open that fails on some ranks only would split them */
-    CAIRN_CHECK(coll_agree(x->comm, x->me == 0 ? 0 : fsx_open_write(x->tmp, false)));
-cleanup:
-    return rc;
-}
-
 /* Collective: the predictions file, created under its temporary name. */
 static int out_create(struct run *x)
 {
     int rc = 0;
     hid_t fapl = H5I_INVALID_HID;
     int64_t k = infer_outputs(x->m);
-    const char *tmp = x->tmp;
+    const char *tmp = x->out.tmp;
     CAIRN_CHECK_H5(fapl = H5Pcreate(H5P_FILE_ACCESS));
     CAIRN_CHECK_H5(H5Pset_fapl_mpio(fapl, x->comm, MPI_INFO_NULL));
     h5_mpio_before_open(x->comm, tmp);
@@ -603,22 +579,13 @@ cleanup:
     return rc;
 }
 
-/* Rank 0, once every rank has written: the file under its own name. */
-static int out_commit(const char *tmp, const char *out)
-{
-    int rc = 0;
-    CAIRN_CHECK(fsx_fsync_path(tmp));
-    CAIRN_CHECK_ERRNO(rename(tmp, out) == 0, CAIRN_EIO, "cannot rename %s to %s", tmp, out);
-    CAIRN_CHECK(fsx_fsync_parent(out));
-cleanup:
-    return rc;
-}
-
-/* OUT must not be the model or the data: the rename would replace it. */
+/* OUT must be a regular file if it exists (fsx_out's rule, checked before
+ * any work), and not the model or the data: the rename would replace it. */
 static int check_out(const struct run *x)
 {
     struct stat so, s;
-    if (stat(x->o->out, &so) != 0) return 0;
+    int rc = fsx_check_target(x->o->out);
+    if (rc || stat(x->o->out, &so) != 0) return rc;
     const char *in[2] = {x->m->path, x->o->data};
     for (int i = 0; i < 2; i++)
         if (stat(in[i], &s) == 0 && s.st_dev == so.st_dev && s.st_ino == so.st_ino)
@@ -672,7 +639,7 @@ int infer_run(MPI_Comm comm, const struct infer_model *m, const struct infer_opt
 {
     int rc = 0;
     struct run x = {.comm = comm, .m = m, .o = o, .f = H5I_INVALID_HID, .d_out = H5I_INVALID_HID,
-                    .d_pred = H5I_INVALID_HID, .dxpl = H5I_INVALID_HID};
+                    .d_pred = H5I_INVALID_HID, .dxpl = H5I_INVALID_HID, .out = {.dir = -1, .fd = -1}};
     bool deferring = false;
     double t0 = clock_now();
     *r = (struct infer_result){.auc = NAN};
@@ -680,9 +647,9 @@ int infer_run(MPI_Comm comm, const struct infer_model *m, const struct infer_opt
     MPI_Comm_size(comm, &x.size);
     CAIRN_CHECK(coll_agree(comm, run_setup(&x, r)));
     if (o->out) {
-        CAIRN_CHECK(out_reserve(&x));
+        CAIRN_CHECK(coll_out_begin(comm, o->out, FSX_UNIQUE, &x.out));
         h5_quiet();
-        iodefer_begin(x.tmp); /* a write failing on some ranks only must not split them */
+        iodefer_begin(x.out.tmp); /* a write failing on some ranks only must not split them */
         deferring = true;
         rc = out_create(&x);
         if (rc == 0) rc = run_batches(&x);
@@ -694,14 +661,13 @@ int infer_run(MPI_Comm comm, const struct infer_model *m, const struct infer_opt
     }
     CAIRN_CHECK(coll_agree(comm, rc));
     if (o->labels) CAIRN_CHECK(run_metrics(&x, r));
-    if (o->out) CAIRN_CHECK(coll_agree(comm, x.me == 0 ? out_commit(x.tmp, o->out) : 0));
-    x.made = false; /* renamed */
+    if (o->out) CAIRN_CHECK(coll_agree(comm, x.me == 0 ? fsx_out_commit(&x.out) : 0));
     double s = clock_now() - t0;
     CAIRN_CHECK(coll_allreduce(&s, &r->seconds, 1, MPI_DOUBLE, MPI_MAX, comm));
 cleanup:
     if (deferring) iodefer_end();
     out_close(&x);
-    if (x.made) unlink(x.tmp); /* never a half-written predictions file */
+    fsx_out_abort(&x.out); /* never a half-written predictions file */
     free(x.sums);
     free(x.count);
     free(x.at);

@@ -5,6 +5,7 @@
 #include "cairn/embed_bag.h"
 #include "cairn/embed_ids.h"
 #include "cairn/error.h"
+#include "cairn/fsx.h"
 #include "cairn/h5util.h"
 #include "cairn/job.h"
 #include "cairn/nn.h"
@@ -282,8 +283,10 @@ static int ref_write(struct ref *r, const char *out)
 {
     int rc = 0;
     hid_t f = H5I_INVALID_HID;
+    struct fsx_out o = {.dir = -1, .fd = -1};
     h5_quiet();
-    CAIRN_CHECK(h5_create_file(out, H5P_DEFAULT, &f));
+    CAIRN_CHECK(fsx_out_begin(&o, out, 0));
+    CAIRN_CHECK(h5_create_file(o.tmp, H5P_DEFAULT, &f));
     for (int k = 0; k < 2 * r->L; k++) {
         char name[64];
         model_grad_name(k, name, sizeof name);
@@ -292,6 +295,8 @@ static int ref_write(struct ref *r, const char *out)
     for (int e = 0; e < r->t->n_tables; e++) CAIRN_CHECK(ref_write_table(r, f, e));
 cleanup:
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
+    if (rc == 0) rc = fsx_out_commit(&o);
+    fsx_out_abort(&o);
     return rc;
 }
 

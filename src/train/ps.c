@@ -26,6 +26,7 @@
 
 #include "cairn/coll.h"
 #include "cairn/error.h"
+#include "cairn/fsx.h"
 #include "cairn/exec.h"
 #include "cairn/h5util.h"
 #include "cairn/layout.h"
@@ -572,13 +573,15 @@ static int dump_grads(struct trainer *t)
 {
     int rc = 0, K = n_params(t);
     hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID, d = H5I_INVALID_HID;
+    struct fsx_out out = {.dir = -1, .fd = -1};
     t->grads_dumped = true;
     h5_quiet();
     fapl = H5Pcreate(H5P_FILE_ACCESS);
     CAIRN_CHECK_H5(fapl);
     CAIRN_CHECK_H5(H5Pset_fapl_mpio(fapl, t->group, MPI_INFO_NULL));
-    h5_mpio_before_open(t->group, t->spec->debug_grads);
-    CAIRN_CHECK(h5_create_file(t->spec->debug_grads, fapl, &f));
+    CAIRN_CHECK(coll_out_begin(t->group, t->spec->debug_grads, 0, &out));
+    h5_mpio_before_open(t->group, out.tmp);
+    CAIRN_CHECK(h5_create_file(out.tmp, fapl, &f));
     for (int k = 0; k < K; k++) {
         char name[64];
         int64_t lo, hi;
@@ -596,5 +599,7 @@ cleanup:
     if (d >= 0) H5Dclose(d);
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
     if (fapl >= 0) H5Pclose(fapl);
+    if (rc == 0 && out.dir >= 0) rc = fsx_out_commit(&out); /* the group's rank 0, which made it */
+    fsx_out_abort(&out);
     return rc;
 }

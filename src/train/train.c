@@ -327,6 +327,9 @@ int trainer_create(struct runtime *rt, const struct train_plan *tp, const MPI_Co
     /* output paths are checked at the door, not after the first step */
     rc = rt->layout->rank == 0 && t->spec->debug_grads ? fsx_probe_create(t->spec->debug_grads) : 0;
     if (rc) cairn_err_wrap(rc, "debug.grads: ");
+    char model[4200];
+    if (rc == 0 && rt->layout->rank == 0 && rt->run_dir && (rc = fsx_join(model, sizeof model, rt->run_dir, "model.h5")) == 0)
+        rc = fsx_check_target(model); /* model.h5 replaces only a regular file */
     if (rc == 0 && (t->M % tp->replicas || (tp->replicas & (tp->replicas - 1))))
         rc = cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__, "%d replicas cannot share %d micro-batches over the "
                            "gradient tree", tp->replicas, t->M); /* config_train.c refuses it first */
