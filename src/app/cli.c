@@ -125,8 +125,9 @@ static const char usage_ckpt[] =
 
 int cli_usage_error(const char *usage, const char *fmt, const char *arg)
 {
-    char msg[512];
-    snprintf(msg, sizeof msg, fmt, arg);
+    char raw[512], msg[512];
+    snprintf(raw, sizeof raw, fmt, arg);
+    cairn_escape(msg, sizeof msg, raw); /* arg may be a file's name */
     fprintf(stderr, "cairn: %s\n%s", msg, usage); /* one write: ranks' lines do not mix */
     return CAIRN_EXIT_INPUT;
 }
