@@ -137,6 +137,15 @@ trun tbad "ids dataset 'user' in tbad.h5: row 5 holds id 10; the table has rows 
 trun tu64 "ids dataset 'user' in tu64.h5: row 6 holds id 18446744073709551615;"
 trun twide "ids dataset 'user' in twide.h5 is \[64, 1099511627776\]: bags of more than 65536 ids"
 
+# a dataset name with an escape sequence reaches stderr, cairn.log and
+# exit_status escaped
+sed "s/ids = \"user\"/ids = \"$(printf '\033')[31muser\"/" t.cfg >tesc.cfg
+mpi run-esc 2 run tesc.cfg --run-dir r-esc
+expect_rc run/esc/rc run-esc 2
+expect_grep run/esc/says run-esc.err "^cairn: tesc.cfg:5: table 'user': file 't.h5' has no dataset '\\\\x1b\[31muser'$"
+n=$(cat run-esc.err run-esc.out r-esc/cairn.log r-esc/exit_status | LC_ALL=C grep -c $'\x1b')
+expect_eq run/esc/no-escape-byte "$n" 0
+
 # and by eval and predict, with a model of the same job
 mpi run-good 2 run t.cfg --run-dir r-good
 expect_rc run/good/rc run-good 0
