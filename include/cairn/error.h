@@ -10,6 +10,7 @@
 #define CAIRN_ERROR_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 /* name, value, process exit code, short text */
 #define CAIRN_ERRORS(X)                                                        \
@@ -55,6 +56,17 @@ int cairn_errcode(void);
 /* Where the last error was raised, for debugging ("src/x.c:42"). */
 const char *cairn_errwhere(void);
 void cairn_err_clear(void);
+
+/* src into dst (size > 0 bytes, always terminated) made safe for a
+ * terminal: control bytes (below 0x20, 0x7f), C1 controls (U+0080 to
+ * U+009F) and bytes that are not valid UTF-8 become \xNN; valid UTF-8
+ * otherwise passes.  Messages carry strings from job and data files, and an
+ * escape sequence in one must not reach the user's terminal.  Idempotent
+ * (a backslash is kept as it is), so a message that quotes an earlier one
+ * is not escaped twice.  Truncates at a whole character.  Returns the
+ * length written.  Every message cairn_err_set and friends record, every
+ * run-log line and every job-file diagnostic passes through it. */
+size_t cairn_escape(char *dst, size_t size, const char *src);
 
 #define CAIRN_FAIL(code, ...)                                                  \
     do {                                                                       \

@@ -84,3 +84,18 @@ run ranks-stages "$CAIRN" check "$JOBS/demo.cfg" --ranks 4 --set pipeline.stages
 expect_grep ranks/at-the-set ranks-stages.err "^--set pipeline.stages=3: the job needs 5 ranks \(stage0: 1, stage1: 1, stage2: 1, ps: 2\) but was given 4"
 run ranks-demo "$CAIRN" check "$JOBS/demo.cfg" --ranks 3
 expect_grep ranks/at-pipeline ranks-demo.err "demo.cfg:$(grep -n '^pipeline' "$JOBS/demo.cfg" | cut -d: -f1): the job needs 4 ranks"
+
+# strings from a job file reach the terminal escaped (cairn_escape): an
+# escape sequence, a control byte and a byte that is not UTF-8 as \xNN
+printf 'name = "esc";\nmodel = { inputs = 4; layers = ( { units = 4; activation = "\033[31mred\001\377"; }, { units = 2; } ); };\ndata = { file = "x.h5"; };\nstop = { max_epochs = 1; };\n' >esc.cfg
+no_raw() { # NAME FILE: no ESC, \001 or \377 byte in FILE
+    if LC_ALL=C grep -q $'[\x1b\x01\xff]' "$2"; then fail "$1" "raw control or non-UTF-8 bytes in $2" "$2"; else pass "$1"; fi
+}
+run esc "$CAIRN" check esc.cfg
+expect_rc escape/check-exit esc 2
+expect_grep escape/check-message esc.err '^esc.cfg:2: activation must be one of .*, not "\\x1b\[31mred\\x01\\xff"$'
+no_raw escape/check-no-raw-bytes esc.err
+mpi run-esc 2 run esc.cfg --run-dir r-esc
+expect_rc escape/run-exit run-esc 2
+expect_grep escape/run-message run-esc.err 'not "\\x1b\[31mred\\x01\\xff"'
+no_raw escape/run-no-raw-bytes run-esc.err

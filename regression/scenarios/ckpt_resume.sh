@@ -62,11 +62,14 @@ expect_grep mode/latest-message latest-none.err "no usable committed checkpoint 
 mpi auto-none 1 run "$JOBS/counter.cfg" --run-dir fresh
 expect_rc mode/auto-fresh auto-none 0
 expect_grep mode/auto-fresh-message auto-none.out "no committed checkpoint in fresh/ckpt: starting fresh"
-before=$(dir_sums m)
+before=$(dir_sums m/ckpt)
 mpi none 2 run "$JOBS/counter.cfg" --run-dir m "${set_2[@]}" --resume=none
 expect_rc mode/none-refused none 2
 expect_grep mode/none-message none.err "m/ckpt already holds checkpoints \(newest: epoch 4\)"
-expect_eq mode/none-changed-nothing "$(dir_sums m)" "$before"
+expect_eq mode/none-changed-nothing "$(dir_sums m/ckpt)" "$before"
+# the refusal is the run directory's latest word, like any failure
+expect_grep mode/none-logged m/cairn.log "error: .*m/ckpt already holds checkpoints \(newest: epoch 4\)"
+expect_grep mode/none-exit-status m/exit_status "^2 input: .*m/ckpt already holds checkpoints"
 mpi force 2 run "$JOBS/counter.cfg" --run-dir m "${set_2[@]}" --resume=none --force
 expect_rc mode/force force 0
 expect_grep mode/force-message force.out "--force: deleted 5 checkpoints in m/ckpt"

@@ -63,7 +63,11 @@ with h5py.File("bad.h5", "w") as f:
     f["cube"] = np.zeros((4, 2, 2), np.int64)
     f["big"] = np.array([[0], [3], [10], [11]], np.int64)
     f["neg"] = np.array([0, -1, -2, 1], np.int32)
-    f["ok"] = np.array([0, -1, 9, 1], np.int32)'
+    f["ok"] = np.array([0, -1, 9, 1], np.int32)
+    # shapes a file claims without storing a byte (chunks never written)
+    f.create_dataset("wide", shape=(4, 2**40), dtype="i8", chunks=(1, 1024))
+    f.create_dataset("huge", shape=(2**61,), dtype="i8", chunks=(1024,))
+    f["u64"] = np.array([[0], [2**64 - 1]], np.uint64)'
 bad() { # NAME ROWS PATTERN
     run "bad-$1" "$CAIRN" data balance bad.h5 --ids "$1" --rows "$2"
     expect_rc "bad/$1/rc" "bad-$1" 2
@@ -74,8 +78,83 @@ bad cube 10 "ids dataset 'cube' in bad.h5 is \[4, 2, 2\], not \[N\] or \[N, k\]"
 bad big 10 "ids dataset 'big' in bad.h5: row 2 holds id 10; the table has rows 0 to 9 \(and -1 means no id\)"
 bad neg 10 "ids dataset 'neg' in bad.h5: row 2 holds id -2"
 bad missing 10 "no dataset 'missing'"
+bad wide 10 "ids dataset 'wide' in bad.h5 is \[4, 1099511627776\]: bags of more than 65536 ids per sample are not supported"
+bad huge 10 "dataset 'huge' in 'bad.h5' is \[2305843009213693952\], more than 2\^60 elements"
+bad u64 10 "ids dataset 'u64' in bad.h5: row 1 holds id 18446744073709551615; the table has rows 0 to 9"
 run good "$CAIRN" data balance bad.h5 --ids ok --rows 10 --shards 1,3
 expect_rc bad/ok-1-d "good" 0
+
+# a batch larger than the data is one step of all of it: memory follows the
+# data (under a 4 GB address-space limit, which the sanitizers' shadow
+# memory cannot live with; there an allocation that size would abort)
+big=(data balance bad.h5 --ids ok --rows 10 --shards 1,3 --batch 9999999999)
+if [ -n "${T_SANITIZED:-}" ]; then run big-batch "$CAIRN" "${big[@]}"
+else run big-batch bash -c 'ulimit -v 4000000 && exec "$@"' sh "$CAIRN" "${big[@]}"; fi
+expect_rc balance/big-batch/rc big-batch 0
+expect_grep balance/big-batch/says big-batch.out "^bad.h5 'ok': 4 samples of up to 1 ids, 10 rows, steps of 4 samples \(--batch is more than the data: one step of all of it\)$"
+expect_eq balance/big-batch/same-figures "$(tail -n 2 big-batch.out)" "$("$CAIRN" data balance bad.h5 --ids ok --rows 10 --shards 1,3 --batch 4 | tail -n 2)"
+
+# the same ids found bad when a run starts (2 ranks: a trainer and a PS
+# shard): exit 2 naming the table, file and dataset, the message also in
+# cairn.log, and exit_status written, as for any failure once the run
+# directory is set up
+mpi tdata 1 data synth --out t.h5 --samples 64 --features 3 --classes 2 --seed 1 --table user:10:1
+cat >t.cfg <<'CFG'
+name = "tbl";
+seed = 1;
+model = {
+  inputs = 3;
+  embeddings = ( { name = "user"; rows = 10; dim = 2; ids = "user"; } );
+  layers = ( { units = 4; activation = "relu"; }, { units = 2; activation = "identity"; } );
+};
+data = { file = "t.h5"; batch = 16; holdout = 0.25; };
+ps = { shards = 1; };
+stop = { max_epochs = 1; };
+CFG
+py '
+import h5py, numpy as np
+src = h5py.File("t.h5", "r")
+for name in ("tbad", "tu64", "twide"):
+    with h5py.File(name + ".h5", "w") as f:
+        f["features"], f["labels"] = src["features"][()], src["labels"][()]
+        u = src["user"][()]
+        if name == "tbad":
+            u[5, 0] = 10
+            f["user"] = u
+        elif name == "tu64":
+            v = u.astype(np.uint64); v[6, 0] = 2**64 - 1
+            f["user"] = v
+        else:
+            f.create_dataset("user", shape=(64, 2**40), dtype="i8", chunks=(1, 1024))'
+trun() { # NAME PATTERN: t.cfg on NAME.h5, refused at start-up
+    mpi "run-$1" 2 run t.cfg --run-dir "r-$1" --set "data.file=\"$1.h5\""
+    expect_rc "run/$1/rc" "run-$1" 2
+    expect_grep "run/$1/says" "run-$1.err" "^cairn: t.cfg:5: table 'user': $2"
+    expect_grep "run/$1/logged" "r-$1/cairn.log" "cairn: error: t.cfg:5: table 'user': $2"
+    expect_grep "run/$1/exit-status" "r-$1/exit_status" "^2 input: t.cfg:5: table 'user': $2"
+}
+trun tbad "ids dataset 'user' in tbad.h5: row 5 holds id 10; the table has rows 0 to 9"
+trun tu64 "ids dataset 'user' in tu64.h5: row 6 holds id 18446744073709551615;"
+trun twide "ids dataset 'user' in twide.h5 is \[64, 1099511627776\]: bags of more than 65536 ids"
+
+# a dataset name with an escape sequence reaches stderr, cairn.log and
+# exit_status escaped
+sed "s/ids = \"user\"/ids = \"$(printf '\033')[31muser\"/" t.cfg >tesc.cfg
+mpi run-esc 2 run tesc.cfg --run-dir r-esc
+expect_rc run/esc/rc run-esc 2
+expect_grep run/esc/says run-esc.err "^cairn: tesc.cfg:5: table 'user': file 't.h5' has no dataset '\\\\x1b\[31muser'$"
+n=$(cat run-esc.err run-esc.out r-esc/cairn.log r-esc/exit_status | LC_ALL=C grep -c $'\x1b')
+expect_eq run/esc/no-escape-byte "$n" 0
+
+# and by eval and predict, with a model of the same job
+mpi run-good 2 run t.cfg --run-dir r-good
+expect_rc run/good/rc run-good 0
+run eval-wide "$CAIRN" eval r-good/model.h5 twide.h5
+expect_rc eval/wide/rc eval-wide 2
+expect_grep eval/wide/says eval-wide.err "ids dataset 'user' in twide.h5 is \[64, 1099511627776\]: bags of more than 65536 ids"
+mpi predict-u64 2 predict r-good/model.h5 tu64.h5 -o p.h5
+expect_rc predict/u64/rc predict-u64 2
+expect_grep predict/u64/says predict-u64.err "ids dataset 'user' in tu64.h5: row 6 holds id 18446744073709551615;"
 
 # bad options of both commands: exit 2 with a message
 opt() { # NAME PATTERN ARGS...

@@ -57,6 +57,45 @@ expect_eq plot/png "$got" "PNG (1200, 900) drawn"
 run plot-size "$CAIRN" plot often -o small.png --size 640x480
 expect_eq plot/size "$(py 'from PIL import Image; print(Image.open("small.png").size)')" "(640, 480)"
 
+# values that are not finite numbers: null (how cairn logs a NaN loss) is a
+# gap, NaN, Infinity, 1e400 or a string are left out with one warning per
+# row naming FILE:LINE and the keys (the value escaped); the rest is drawn
+mkdir nonfinite && grep -v '"kind":"phase"' often/metrics.jsonl >nonfinite/metrics.jsonl
+n=$(wc -l <nonfinite/metrics.jsonl)
+cat >>nonfinite/metrics.jsonl <<'ROWS'
+{"time":1,"kind":"log","epoch":4,"step":5,"group":"stage0","train_loss":null,"loss":null,"accuracy":0.5}
+{"time":1,"kind":"log","epoch":5,"step":5,"group":"stage0","train_loss":NaN,"loss":Infinity,"accuracy":0.5}
+{"time":1,"kind":"log","epoch":6,"step":5,"group":"stage0","train_loss":1e400,"loss":0.5,"accuracy":0.5}
+{"time":1,"kind":"epoch","epoch":6,"step":5,"seconds":1,"samples":-Infinity,"train_seconds":1}
+ROWS
+printf '{"time":1,"kind":"log","epoch":7,"loss":"\033[31m\377","accuracy":0.5}\n' >>nonfinite/metrics.jsonl
+run plot-nonfinite "$CAIRN" plot nonfinite -o nonfinite.png
+expect_rc plot/nonfinite/rc plot-nonfinite 0
+expect_count plot/nonfinite/warnings plot-nonfinite.err "warning" 4
+expect_grep plot/nonfinite/nan "plot-nonfinite.err" "^cairn: warning: nonfinite/metrics.jsonl:$((n + 2)): \"loss\" is Infinity, \"train_loss\" is NaN: not a finite number; left out of the plot$"
+expect_grep plot/nonfinite/1e400 "plot-nonfinite.err" "^cairn: warning: nonfinite/metrics.jsonl:$((n + 3)): \"train_loss\" is 1e400: not a finite number"
+expect_grep plot/nonfinite/samples "plot-nonfinite.err" "^cairn: warning: nonfinite/metrics.jsonl:$((n + 4)): \"samples\" is -Infinity: not a finite number"
+expect_grep plot/nonfinite/escaped "plot-nonfinite.err" "^cairn: warning: nonfinite/metrics.jsonl:$((n + 5)): \"loss\" is \"\\\\x1b\[31m\\\\xff\": not a finite number"
+if LC_ALL=C grep -q $'[\x1b\xff]' plot-nonfinite.err; then fail plot/nonfinite/no-raw-bytes "raw bytes in plot-nonfinite.err"; else pass plot/nonfinite/no-raw-bytes; fi
+expect_count plot/nonfinite/null-is-silent plot-nonfinite.err ":$((n + 1)): " 0
+[ -s nonfinite.png ] && pass plot/nonfinite/drawn || fail plot/nonfinite/drawn "no nonfinite.png"
+
+# a metrics file that is not a regular file is refused before it is
+# opened: a FIFO would block the open for good (the timeout would say so)
+mkdir fifo-run && mkfifo fifo-run/metrics.jsonl
+T_TIMEOUT=20 run plot-fifo "$CAIRN" plot fifo-run -o f.png
+expect_rc plot/fifo/rc plot-fifo 2
+expect_grep plot/fifo/says plot-fifo.err "^cairn: fifo-run/metrics.jsonl is a FIFO, not a regular file$"
+mkdir link-run && ln -s ../often/metrics.jsonl link-run/metrics.jsonl
+run plot-link "$CAIRN" plot link-run -o f.png
+expect_rc plot/link/rc plot-link 2
+expect_grep plot/link/says plot-link.err "^cairn: link-run/metrics.jsonl is a symbolic link, not a regular file$"
+mkdir dir-run dir-run/metrics.jsonl
+run plot-dir "$CAIRN" plot dir-run -o f.png
+expect_rc plot/dir/rc plot-dir 2
+expect_grep plot/dir/says plot-dir.err "dir-run/metrics.jsonl is a directory, not a regular file"
+[ -e f.png ] && fail plot/refused-nothing-written "f.png was written" || pass plot/refused-nothing-written
+
 mkdir empty-run && : >empty-run/metrics.jsonl
 run plot-empty "$CAIRN" plot empty-run -o e.png
 expect_rc plot/empty/rc plot-empty 2

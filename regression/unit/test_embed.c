@@ -1,9 +1,11 @@
 /* The embedding kernels: row-sparse sums and their tree against dense
  * references (bit for bit), the bag kernels against plain loops, and the
- * optimizers on rows against the dense update. */
+ * optimizers on rows against the dense update; the balance of a batch
+ * larger than the data. */
 #include "unit.h"
 
 #include "cairn/embed_bag.h"
+#include "cairn/embed_ids.h"
 #include "cairn/optim.h"
 #include "cairn/partition.h"
 #include "cairn/rng.h"
@@ -213,6 +215,20 @@ static void optimizers_on_rows(void **state)
     }
 }
 
+/* A batch beyond the data is one step of all of it: the same figures as
+ * a batch of exactly n, with memory for n samples (10^10 int64 ids would
+ * not be allocated, and abort under the sanitizers). */
+static void balance_batch_beyond_data(void **state)
+{
+    (void)state;
+    const int64_t ids[] = {0, 5, -1, 7, 3, 3, 9, 1};
+    struct embed_balance whole, huge;
+    assert_int_equal(embed_balance(ids, 4, 2, 10, 3, 4, true, &whole), 0);
+    assert_int_equal(embed_balance(ids, 4, 2, 10, 3, INT64_C(10000000000), true, &huge), 0);
+    assert_int_equal(huge.steps, 1);
+    assert_memory_equal(&whole, &huge, sizeof whole);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -220,6 +236,7 @@ int main(void)
         cmocka_unit_test(tree_matches_dense_and_halves),
         cmocka_unit_test(bags_match_plain_loops),
         cmocka_unit_test(optimizers_on_rows),
+        cmocka_unit_test(balance_batch_beyond_data),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -106,8 +106,9 @@ static const char usage_data[] =
     "          1.1; id 0 the most frequent); the teacher also sees each id's latent\n"
     "          vector, so the ids carry part of the label\n"
     "  balance how evenly the distinct rows of ids NAME that each step of B samples\n"
-    "          (default 512) touches fall on P PS shards (default 2,4,8): cairn's\n"
-    "          spread placement against contiguous blocks of ids\n";
+    "          (default 512; more than the data: one step of all of it) touches\n"
+    "          fall on P PS shards (default 2,4,8): cairn's spread placement\n"
+    "          against contiguous blocks of ids\n";
 
 static const char usage_ckpt[] =
     "usage: cairn ckpt ls DIR\n"
@@ -125,8 +126,9 @@ static const char usage_ckpt[] =
 
 int cli_usage_error(const char *usage, const char *fmt, const char *arg)
 {
-    char msg[512];
-    snprintf(msg, sizeof msg, fmt, arg);
+    char raw[512], msg[512];
+    snprintf(raw, sizeof raw, fmt, arg);
+    cairn_escape(msg, sizeof msg, raw); /* arg may be a file's name */
     fprintf(stderr, "cairn: %s\n%s", msg, usage); /* one write: ranks' lines do not mix */
     return CAIRN_EXIT_INPUT;
 }
@@ -730,9 +732,11 @@ static int data_balance(int argc, char **argv)
     if (rc == 0 && (uint64_t)n * (uint64_t)k > (UINT64_C(1) << 32))
         rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "ids dataset '%s' in %s holds more than 2^32 ids", ids, file);
     if (rc == 0) rc = embed_ids_read(rc_, file, ids, rows, 0, n, k, &v);
+    const char *whole = batch > n ? " (--batch is more than the data: one step of all of it)" : "";
+    if (batch > n) batch = n > 0 ? (long)n : 1;
     if (rc == 0)
-        printf("%s '%s': %lld samples of up to %lld ids, %ld rows, steps of %ld samples\n"
-               "%8s %18s %16s %26s\n", file, ids, (long long)n, (long long)k, rows, batch, "shards",
+        printf("%s '%s': %lld samples of up to %lld ids, %ld rows, steps of %ld samples%s\n"
+               "%8s %18s %16s %26s\n", file, ids, (long long)n, (long long)k, rows, batch, whole, "shards",
                "rows per step", "per shard", "busiest / mean: spread, blocks");
     for (int i = 0; rc == 0 && i < n_p; i++) {
         struct embed_balance s, b;

@@ -7,6 +7,7 @@
 #include "cairn/fsx.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,8 +26,10 @@ static const char usage_plot[] =
     "Draw the held-out and training loss, the accuracy, the samples per second\n"
     "and the checkpoint seconds of every epoch in each RUN_DIR/metrics.jsonl\n"
     "into FILE.png (default size 1200x900), the runs overlaid and labelled by\n"
-    "their directory.  Needs gnuplot.  A malformed metrics row is skipped with\n"
-    "a warning.\n";
+    "their directory.  Needs gnuplot.  RUN_DIR/metrics.jsonl must be a regular\n"
+    "file.  A malformed metrics row is skipped with a warning, and so is a value\n"
+    "that is not a finite number (NaN, Infinity, 1e400); null (how cairn logs a\n"
+    "NaN or infinite loss) leaves a gap.\n";
 
 enum { MAX_RUNS = 32, MAX_EPOCH = 100000, MAX_LINE = 1 << 16 };
 enum { F_LOSS, F_TRAIN_LOSS, F_ACCURACY, F_RATE, F_CKPT, N_FIELDS };
@@ -37,15 +41,40 @@ struct run {
     double *v;  /* [n][N_FIELDS], NaN: not logged */
 };
 
-/* The number after "key": in a JSON line (cairn writes flat objects). */
-static bool number(const char *line, const char *key, double *v)
+/* The value after "key": in a JSON line (cairn writes flat objects). */
+enum num { NUM_ABSENT, NUM_NULL, NUM_OK, NUM_BAD };
+
+/* NUM_OK: *v is a finite number.  NUM_NULL: null, which cairn logs for a
+ * NaN or infinite value (a diverged loss): a gap in the plot.  NUM_BAD:
+ * anything else, e.g. NaN, Infinity or 1e400 (which strtod would take as
+ * NaN or infinity, none of them JSON), for a warning. */
+static enum num number(const char *line, const char *key, double *v)
 {
     char pat[64], *end;
     snprintf(pat, sizeof pat, "\"%s\":", key);
     const char *p = strstr(line, pat);
-    if (!p) return false;
-    *v = strtod(p + strlen(pat), &end);
-    return end != p + strlen(pat) && (*end == ',' || *end == '}') && isfinite(*v);
+    if (!p) return NUM_ABSENT;
+    p += strlen(pat);
+    if (strncmp(p, "null", 4) == 0 && (p[4] == ',' || p[4] == '}')) return NUM_NULL;
+    *v = strtod(p, &end);
+    return end != p && (*end == ',' || *end == '}') && isfinite(*v) ? NUM_OK : NUM_BAD;
+}
+
+/* The keys of a row's values left out (a row has at most three). */
+struct bad_keys {
+    const char *key[4];
+    int n;
+};
+
+/* A plotted value of a row: *out if it is a number; a key whose value is
+ * not (nor null) is added to bad, for read_run's warning. */
+static bool value(const char *line, const char *key, double *out, struct bad_keys *bad)
+{
+    double x;
+    enum num n = number(line, key, &x);
+    if (n == NUM_BAD && bad->n < 4) bad->key[bad->n++] = key;
+    if (n == NUM_OK) *out = x;
+    return n == NUM_OK;
 }
 
 static bool is_kind(const char *line, const char *kind)
@@ -71,30 +100,85 @@ static int slot(struct run *r, int64_t epoch, double **out)
 }
 
 /* One metrics row into its epoch's slot (a later row of an epoch, after a
- * restart, replaces an earlier one).  false: malformed. */
-static int take_row(struct run *r, const char *line, bool *ok)
+ * restart, replaces an earlier one).  *ok false: malformed; bad: the keys
+ * of values left out for not being finite numbers. */
+static int take_row(struct run *r, const char *line, bool *ok, struct bad_keys *bad)
 {
     double e, x, y, *v = NULL;
     size_t len = strlen(line);
-    *ok = len >= 2 && line[0] == '{' && line[len - 1] == '}' && number(line, "epoch", &e) && e == floor(e) &&
-          e >= 0 && e <= MAX_EPOCH;
+    bad->n = 0;
+    *ok = len >= 2 && line[0] == '{' && line[len - 1] == '}' && number(line, "epoch", &e) == NUM_OK &&
+          e == floor(e) && e >= 0 && e <= MAX_EPOCH;
     if (!*ok || e < 1) return 0; /* epoch 0: before the first */
     if (is_kind(line, "log")) {
         int rc = slot(r, (int64_t)e, &v);
         if (rc) return rc;
-        if (number(line, "loss", &x)) v[F_LOSS] = x;
-        if (number(line, "train_loss", &x)) v[F_TRAIN_LOSS] = x;
-        if (number(line, "accuracy", &x)) v[F_ACCURACY] = x;
-    } else if (is_kind(line, "epoch") && number(line, "samples", &x) && number(line, "train_seconds", &y)) {
+        value(line, "loss", &v[F_LOSS], bad);
+        value(line, "train_loss", &v[F_TRAIN_LOSS], bad);
+        value(line, "accuracy", &v[F_ACCURACY], bad);
+    } else if (is_kind(line, "epoch")) {
+        bool have = value(line, "samples", &x, bad), secs = value(line, "train_seconds", &y, bad);
+        if (!have || !secs) return 0;
         int rc = slot(r, (int64_t)e, &v);
         if (rc) return rc;
         if (y > 0) v[F_RATE] = x / y;
-    } else if (is_kind(line, "ckpt_save") && number(line, "step", &y) && y == 0 && number(line, "seconds", &x)) {
+    } else if (is_kind(line, "ckpt_save") && number(line, "step", &y) == NUM_OK && y == 0) {
+        if (!value(line, "seconds", &x, bad)) return 0;
         int rc = slot(r, (int64_t)e, &v);
         if (rc) return rc;
         v[F_CKPT] = x;
     }
     return 0;
+}
+
+/* One warning for a row's values left out: FILE:LINE, each key and its
+ * value as written (escaped: the file is anyone's), in one write. */
+static void warn_values(const char *path, long no, const char *line, const struct bad_keys *bad)
+{
+    char text[1024], pat[64], raw[32], shown[128];
+    int at = snprintf(text, sizeof text, "cairn: warning: %s:%ld: ", path, no);
+    for (int i = 0; i < bad->n && at > 0 && (size_t)at < sizeof text; i++) {
+        snprintf(pat, sizeof pat, "\"%s\":", bad->key[i]);
+        const char *p = strstr(line, pat) + strlen(pat);
+        snprintf(raw, sizeof raw, "%.*s", (int)strcspn(p, ",}"), p);
+        cairn_escape(shown, sizeof shown, raw);
+        at += snprintf(text + at, sizeof text - (size_t)at, "%s\"%s\" is %s", i ? ", " : "", bad->key[i], shown);
+    }
+    fprintf(stderr, "%s: not a finite number; left out of the plot\n", text);
+}
+
+/* What kind of file st is, for a refusal. */
+static const char *file_kind(const struct stat *st)
+{
+    if (S_ISLNK(st->st_mode)) return "a symbolic link";
+    if (S_ISDIR(st->st_mode)) return "a directory";
+    if (S_ISFIFO(st->st_mode)) return "a FIFO";
+    if (S_ISSOCK(st->st_mode)) return "a socket";
+    if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode)) return "a device";
+    return "not a regular file";
+}
+
+/* Open path for reading only if it is a regular file: a FIFO would block
+ * the open (and the read) for good, a device or a link may lead anywhere.
+ * lstat refuses those up front; O_NONBLOCK|O_NOFOLLOW and fstat refuse
+ * one swapped in between the two without blocking.  Errors: CAIRN_EINPUT
+ * naming the path. */
+static int open_metrics(const char *path, FILE **out)
+{
+    int rc = 0, fd = -1;
+    struct stat st;
+    if (lstat(path, &st) != 0) CAIRN_FAIL(CAIRN_EINPUT, "cannot read %s: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) CAIRN_FAIL(CAIRN_EINPUT, "%s is %s, not a regular file", path, file_kind(&st));
+    fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) CAIRN_FAIL(CAIRN_EINPUT, "cannot read %s: %s", path, strerror(errno));
+    if (fstat(fd, &st) != 0) CAIRN_FAIL(CAIRN_EINPUT, "cannot read %s: %s", path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) CAIRN_FAIL(CAIRN_EINPUT, "%s is %s, not a regular file", path, file_kind(&st));
+    *out = fdopen(fd, "r");
+    if (!*out) CAIRN_FAIL(CAIRN_ERUNTIME, "cannot read %s: %s", path, strerror(errno));
+    fd = -1; /* the stream owns it */
+cleanup:
+    if (fd >= 0) close(fd);
+    return rc;
 }
 
 static int read_run(struct run *r)
@@ -106,8 +190,7 @@ static int read_run(struct run *r)
     CAIRN_CHECK_ALLOC(line);
     if (snprintf(path, sizeof path, "%s/metrics.jsonl", r->dir) >= (int)sizeof path)
         CAIRN_FAIL(CAIRN_EINPUT, "the run directory's path is too long");
-    f = fopen(path, "r");
-    if (!f) CAIRN_FAIL(CAIRN_EINPUT, "cannot read %s: %s", path, strerror(errno));
+    CAIRN_CHECK(open_metrics(path, &f));
     while (fgets(line, MAX_LINE + 2, f)) {
         size_t len = strlen(line);
         bool whole = len > 0 && line[len - 1] == '\n', cut = !whole && !feof(f), ok = false;
@@ -117,11 +200,13 @@ static int read_run(struct run *r)
             while ((c = fgetc(f)) != EOF && c != '\n') {}
         }
         if (whole) line[--len] = '\0';
-        if (!cut) CAIRN_CHECK(take_row(r, line, &ok));
+        struct bad_keys bad = {0};
+        if (!cut) CAIRN_CHECK(take_row(r, line, &ok, &bad));
         if (!ok)
             fprintf(stderr, "cairn: warning: %s:%ld: not a metrics row; skipped\n", path, no);
         else
             rows++;
+        if (bad.n) warn_values(path, no, line, &bad);
     }
     if (ferror(f)) CAIRN_FAIL(CAIRN_EINPUT, "cannot read %s: %s", path, strerror(errno));
     if (r->n == 0) CAIRN_FAIL(CAIRN_EINPUT, "%s has no epoch to plot (%ld rows)", path, rows);

@@ -1,6 +1,8 @@
 /* Job-file diagnostics; see include/cairn/diag.h. */
 #include "cairn/diag.h"
 
+#include "cairn/error.h"
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,16 +20,23 @@ void diags_add(struct diags *d, const char *file, int line, const char *fmt, ...
     va_start(ap, fmt);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    char *msg = malloc((size_t)n + 1);
-    char *f = strdup(file ? file : "?");
-    if (!msg || !f) {
+    if (!file) file = "?";
+    /* job files are untrusted: their strings are escaped (error.h), which
+     * may make each byte four */
+    char *raw = malloc((size_t)n + 1), *msg = malloc(4 * (size_t)n + 1),
+         *f = malloc(4 * strlen(file) + 1);
+    if (!raw || !msg || !f) {
+        free(raw);
         free(msg);
         free(f);
         return;
     }
     va_start(ap, fmt);
-    vsnprintf(msg, (size_t)n + 1, fmt, ap);
+    vsnprintf(raw, (size_t)n + 1, fmt, ap);
     va_end(ap);
+    cairn_escape(msg, 4 * (size_t)n + 1, raw);
+    cairn_escape(f, 4 * strlen(file) + 1, file);
+    free(raw);
     d->v[d->n++] = (struct diag){f, line, msg};
 }
 

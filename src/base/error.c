@@ -40,12 +40,51 @@ int cairn_exit_code(int code)
     return CAIRN_EXIT_RUNTIME;
 }
 
+/* The length of the UTF-8 sequence at s that is valid and prints (no
+ * overlong form, surrogate or code point above U+10FFFF; no C1 control),
+ * or 0.  The second byte's range depends on the first (RFC 3629). */
+static size_t utf8_len(const unsigned char *s)
+{
+    unsigned char b = s[0], lo = 0x80, hi = 0xbf;
+    size_t n;
+    if (b >= 0xc2 && b <= 0xdf) n = 2, lo = b == 0xc2 ? 0xa0 : 0x80;
+    else if (b >= 0xe0 && b <= 0xef) n = 3, lo = b == 0xe0 ? 0xa0 : 0x80, hi = b == 0xed ? 0x9f : 0xbf;
+    else if (b >= 0xf0 && b <= 0xf4) n = 4, lo = b == 0xf0 ? 0x90 : 0x80, hi = b == 0xf4 ? 0x8f : 0xbf;
+    else return 0;
+    if (s[1] < lo || s[1] > hi) return 0;
+    for (size_t i = 2; i < n; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf) return 0;
+    return n;
+}
+
+size_t cairn_escape(char *dst, size_t size, const char *src)
+{
+    const unsigned char *s = (const unsigned char *)src;
+    size_t o = 0;
+    while (*s) {
+        size_t n = *s >= 0x80 ? utf8_len(s) : *s >= 0x20 && *s != 0x7f;
+        char esc[5];
+        const char *put = (const char *)s;
+        if (n == 0) { /* one byte as \xNN; the next starts afresh */
+            snprintf(esc, sizeof esc, "\\x%02x", *s);
+            put = esc;
+        }
+        size_t len = n ? n : 4;
+        if (o + len >= size) break;
+        memcpy(dst + o, put, len);
+        o += len;
+        s += n ? n : 1;
+    }
+    dst[o] = '\0';
+    return o;
+}
+
 static int vset(int code, const char *file, int line, const char *fmt, va_list ap)
 {
     char msg[sizeof last.msg]; /* the arguments may include cairn_errmsg() itself */
     vsnprintf(msg, sizeof msg, fmt, ap);
     last.code = code;
-    memcpy(last.msg, msg, sizeof msg);
+    cairn_escape(last.msg, sizeof last.msg, msg);
     snprintf(last.where, sizeof last.where, "%s:%d", file ? file : "?", line);
     return code;
 }
@@ -61,11 +100,12 @@ int cairn_err_set(int code, const char *file, int line, const char *fmt, ...)
 
 int cairn_err_wrap(int code, const char *fmt, ...)
 {
-    char prefix[1024];
+    char raw[1024], prefix[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    cairn_escape(prefix, sizeof prefix, raw);
     size_t p = strlen(prefix), o = strlen(last.msg);
     if (p + o >= sizeof last.msg) o = sizeof last.msg - 1 - p;
     memmove(last.msg + p, last.msg, o);

@@ -66,15 +66,16 @@ static void put(int fd, const char *s, size_t n)
 
 void runlog_line(struct runlog *l, const char *fmt, ...)
 {
-    char msg[4096], line[4400], stamp[32];
+    char raw[4096], msg[4096], line[4400], stamp[32];
     time_t now = time(NULL);
     struct tm tm;
     localtime_r(&now, &tm);
     strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    cairn_escape(msg, sizeof msg, raw); /* names from job and data files reach a terminal */
     int n = l && l->rank != 0 ? snprintf(line, sizeof line, "%s cairn[%d]: %s\n", stamp, l->rank, msg)
                               : snprintf(line, sizeof line, "%s cairn: %s\n", stamp, msg);
     if (n < 0) return;

@@ -7,6 +7,7 @@
 #include "cairn/reader.h"
 #include "cairn/sparse_rows.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,11 @@ int embed_ids_shape(struct reader_cache *c, const char *file, const char *datase
         return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
                              "ids dataset '%s' in %s is %s, not [N] or [N, k] with k >= 1", dataset,
                              file, shape_format(&s, sh, sizeof sh));
+    /* checked before anything is sized by k: a file may claim any shape */
+    if (s.ndim == 2 && s.d[1] > EMBED_IDS_K_MAX)
+        return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
+                             "ids dataset '%s' in %s is %s: bags of more than %d ids per sample are "
+                             "not supported", dataset, file, shape_format(&s, sh, sizeof sh), EMBED_IDS_K_MAX);
     *n = s.d[0];
     *k = s.ndim == 2 ? s.d[1] : 1;
     return 0;
@@ -39,7 +45,7 @@ int embed_ids_read(struct reader_cache *c, const char *file, const char *dataset
     ids->shape = (struct shape){.ndim = 2, .d = {count, k}}; /* [N] is [N, 1] */
     const int64_t *v = ids->data;
     int64_t i = embed_ids_first_bad(v, count * k, rows);
-    return i < 0 ? 0 : embed_ids_bad(CAIRN_EINPUT, file, dataset, first + i / k, v[i], rows);
+    return i < 0 ? 0 : embed_ids_bad(CAIRN_EINPUT, c, file, dataset, first + i / k, i % k, v[i], rows);
 }
 
 int64_t embed_ids_first_bad(const int64_t *v, int64_t n, int64_t rows)
@@ -49,17 +55,25 @@ int64_t embed_ids_first_bad(const int64_t *v, int64_t n, int64_t rows)
     return -1;
 }
 
-int embed_ids_bad(int code, const char *file, const char *dataset, int64_t row, int64_t id, int64_t rows)
+int embed_ids_bad(int code, struct reader_cache *c, const char *file, const char *dataset, int64_t row,
+                  int64_t col, int64_t id, int64_t rows)
 {
+    char text[32];
+    uint64_t u = 0;
+    snprintf(text, sizeof text, "%lld", (long long)id);
+    /* an unsigned id above INT64_MAX reads as INT64_MAX: show what the file holds */
+    if (id == INT64_MAX && c && reader_u64(c, file, dataset, row, col, &u) == 0)
+        snprintf(text, sizeof text, "%llu", (unsigned long long)u);
     return cairn_err_set(code, __FILE__, __LINE__,
-                         "ids dataset '%s' in %s: row %lld holds id %lld; the table has rows 0 to "
+                         "ids dataset '%s' in %s: row %lld holds id %s; the table has rows 0 to "
                          "%lld (and -1 means no id)",
-                         dataset, file, (long long)row, (long long)id, (long long)rows - 1);
+                         dataset, file, (long long)row, text, (long long)rows - 1);
 }
 
 int embed_balance(const int64_t *ids, int64_t n, int64_t k, int64_t rows, int P, int64_t batch,
                   bool spread, struct embed_balance *out)
 {
+    if (batch > n) batch = n > 0 ? n : 1; /* sized by the data, not by what was asked */
     int64_t *v = malloc((size_t)(batch * k + 1) * sizeof *v), *per = calloc((size_t)P, sizeof *per);
     int64_t a = spread_step(rows), block = (rows + P - 1) / P;
     *out = (struct embed_balance){0};

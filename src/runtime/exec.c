@@ -75,11 +75,12 @@ const char *runtime_exit_kind(int rc)
 
 _Noreturn void runtime_fatal(const struct runtime *rt, int rc, const char *fmt, ...)
 {
-    char msg[3072], at[64], line[4096];
+    char raw[3072], msg[3072], at[64], line[4096];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    cairn_escape(msg, sizeof msg, raw); /* it goes to stderr as it is (error.h) */
     runtime_where(rt, at, sizeof at);
     const struct layout *l = rt->layout;
     int n = snprintf(line, sizeof line, "cairn: rank %d (%s): %s: %s\n", l->rank, l->host, at, msg);

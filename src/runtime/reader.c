@@ -46,6 +46,29 @@ void reader_cache_destroy(struct reader_cache **cp)
     *cp = NULL;
 }
 
+/* A dataset's shape is the file's word, and the file is untrusted: a
+ * chunked dataset that stores nothing may claim any size.  Its element
+ * count must leave every byte count cairn derives from it (8 bytes an
+ * element at most) inside an int64_t; anything larger is bad input, named
+ * here rather than an allocation failing later without a name. */
+static int check_extent(const char *file, const char *dataset, const hsize_t *dims, int nd)
+{
+    char text[CAIRN_MAX_DIMS * 24 + 4];
+    size_t at = 0;
+    const hsize_t most = (hsize_t)READER_MAX_ELEMENTS;
+    hsize_t n = 1;
+    bool over = false;
+    for (int i = 0; i < nd; i++) {
+        over |= dims[i] > most || (dims[i] && n > most / dims[i]);
+        if (!over) n *= dims[i];
+        at += (size_t)snprintf(text + at, sizeof text - at, "%s%llu", i ? ", " : "[", (unsigned long long)dims[i]);
+    }
+    if (!over) return 0;
+    return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
+                         "dataset '%s' in '%s' is %s], more than 2^60 elements (a file may claim any shape; "
+                         "cairn reads at most that)", dataset, file, text);
+}
+
 static int open_entry(struct reader_cache *c, const char *file, const char *dataset,
                       struct entry **out)
 {
@@ -82,6 +105,7 @@ static int open_entry(struct reader_cache *c, const char *file, const char *data
                    dataset, file, CAIRN_MAX_DIMS);
     hsize_t dims[CAIRN_MAX_DIMS];
     H5Sget_simple_extent_dims(space, dims, NULL);
+    CAIRN_CHECK(check_extent(file, dataset, dims, nd));
     e.shape.ndim = nd;
     for (int i = 0; i < nd; i++) e.shape.d[i] = (int64_t)dims[i];
     struct entry *v = realloc(c->v, (size_t)(c->n + 1) * sizeof *v);
@@ -204,6 +228,37 @@ int reader_rows(struct reader_cache *c, const char *file, const char *dataset, i
                            (long long)start, (long long)(start + count), dataset,
                            (long long)e->shape.d[0]);
     if (rc == 0) rc = read_sel(e, NULL, start, count, dtype, out);
+    if (rc && e && rc != CAIRN_ERUNTIME) /* e.g. no memory for the rows: say which */
+        cairn_err_wrap(rc, "dataset '%s' in '%s', rows %lld..%lld: ", dataset, file, (long long)start,
+                       (long long)(start + count));
+    h5_unlock();
+    return rc;
+}
+
+int reader_u64(struct reader_cache *c, const char *file, const char *dataset, int64_t row, int64_t col,
+               uint64_t *out)
+{
+    int rc = 0;
+    struct entry *e = NULL;
+    hid_t fspace = H5I_INVALID_HID, mspace = H5I_INVALID_HID;
+    hsize_t at[CAIRN_MAX_DIMS] = {0}, one = 1;
+    h5_lock();
+    CAIRN_CHECK(open_entry(c, file, dataset, &e));
+    if (e->shape.ndim > 2 || row < 0 || row >= e->shape.d[0] || col < 0 ||
+        col >= (e->shape.ndim == 2 ? e->shape.d[1] : 1))
+        CAIRN_FAIL(CAIRN_ERUNTIME, "element (%lld, %lld) is outside dataset '%s'", (long long)row,
+                   (long long)col, dataset);
+    at[0] = (hsize_t)row;
+    at[1] = (hsize_t)col;
+    fspace = H5Dget_space(e->d);
+    CAIRN_CHECK_H5(fspace);
+    CAIRN_CHECK_H5(H5Sselect_elements(fspace, H5S_SELECT_SET, 1, at));
+    mspace = H5Screate_simple(1, &one, NULL);
+    CAIRN_CHECK_H5(mspace);
+    CAIRN_CHECK_H5(H5Dread(e->d, H5T_NATIVE_UINT64, mspace, fspace, H5P_DEFAULT, out));
+cleanup:
+    if (fspace >= 0) H5Sclose(fspace);
+    if (mspace >= 0) H5Sclose(mspace);
     h5_unlock();
     return rc;
 }
@@ -254,6 +309,8 @@ int reader_gather(struct reader_cache *c, const char *file, const char *dataset,
                                "row %lld is outside dataset '%s' (%lld rows)",
                                (long long)idx[i], dataset, (long long)e->shape.d[0]);
     if (rc == 0) rc = gather_sorted(e, idx, count, dtype, out);
+    if (rc && e && rc != CAIRN_ERUNTIME)
+        cairn_err_wrap(rc, "dataset '%s' in '%s', %lld rows: ", dataset, file, (long long)count);
     h5_unlock();
     return rc;
 }

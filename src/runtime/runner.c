@@ -75,7 +75,7 @@ static void write_exit_status(const char *run_dir, int rc)
 
 /* Rank 0, once the run has started: an earlier run's exit_status goes, so
  * that this run's last words (runtime_last_words) or its end stand alone.
- * A run refused at start-up leaves the run directory as it was. */
+ * A run refused before its log is open leaves the run directory as it was. */
 static void forget_exit_status(const char *run_dir)
 {
     char path[4200];
@@ -678,7 +678,7 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
     struct runtime rt = {0};
     struct ckpt_meta m = {0};
     double t0 = clock_now();
-    bool started = false; /* a refusal at start-up leaves the run directory as it was */
+    bool started = false; /* past setup (see cleanup for a failure within it) */
     bool running = false;  /* past the resume */
     *epochs = 0;
     CAIRN_CHECK(setup(world, p, o, &rt));
@@ -718,13 +718,17 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
                  (long long)m.epoch, (long long)(m.epoch - first), clock_now() - t0, peak, peak_rank);
         runlog_metric(rt.log, "done", m.epoch, 0, fields);
     }
-cleanup:
-    if (rc && rc != CAIRN_EPREEMPTED && started && is_root(&rt)) /* a preemption is logged as it happens */
+cleanup:;
+    /* once the run log is open (rank 0's log implies its layout), every
+     * failure, a refusal at start-up included, ends in cairn.log and
+     * exit_status like any other: the user looks there first */
+    bool logging = started || rt.log;
+    if (rc && rc != CAIRN_EPREEMPTED && logging && is_root(&rt)) /* a preemption is logged as it happens */
         runlog_line(rt.log, "error: %s", cairn_errmsg());
-    /* a refusal (bad input) at start-up leaves the run directory as it
-     * was; any other failure there says so, or a batch script would take
-     * the run for one that died and run it again and again */
-    bool say = started ? is_root(&rt) : cairn_exit_code(rc) != CAIRN_EXIT_INPUT && world_rank(world) == 0;
+    /* before that, a refusal (bad input) leaves the run directory as it
+     * was; any other failure says so, or a batch script would take the
+     * run for one that died and run it again and again */
+    bool say = logging ? is_root(&rt) : cairn_exit_code(rc) != CAIRN_EXIT_INPUT && world_rank(world) == 0;
     /* an error cairn reports, which no batch script reruns, is no crash
      * loop: the next run by hand gets the full checkpoint.max_resumes */
     if (running && rc && rc != CAIRN_EPREEMPTED && is_root(&rt) && strcmp(runtime_exit_kind(rc), "lost") != 0)

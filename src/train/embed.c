@@ -223,8 +223,10 @@ int emb_check_data(struct trainer *t, const char *file, int64_t rows, int64_t fi
                                  file, (long long)x->k);
         x->k = k;
         bytes += most * k * (x->spec->dim * (int64_t)m->esz + 8);
-        for (int64_t at = first; t->replica == 0 && at < first + n; at += 1 << 20) { /* every id, once */
-            int64_t c = first + n - at < 1 << 20 ? first + n - at : 1 << 20;
+        /* every id, once, some 2^20 at a time (k is bounded by embed_ids_shape) */
+        int64_t chunk = k < 1 << 20 ? (1 << 20) / k : 1;
+        for (int64_t at = first; t->replica == 0 && at < first + n; at += chunk) {
+            int64_t c = first + n - at < chunk ? first + n - at : chunk;
             rc = embed_ids_read(t->rt->readers, file, x->spec->ids, x->spec->rows, at, c, k, &v);
             if (rc) {
                 cairn_err_wrap(rc, "%s:%d: table '%s': ", x->spec->file, x->spec->line, x->spec->name);
@@ -252,7 +254,8 @@ static int read_ids(struct trainer *t, struct emb_tab *x, const char *file, cons
     const int64_t *v = x->ids.data;
     int64_t i = embed_ids_first_bad(v, b->n * x->k, x->spec->rows);
     if (i < 0) return 0;
-    return cairn_err_wrap(embed_ids_bad(CAIRN_ERUNTIME, file, x->spec->ids, b->idx[i / x->k], v[i], x->spec->rows),
+    return cairn_err_wrap(embed_ids_bad(CAIRN_ERUNTIME, t->rt->readers, file, x->spec->ids, b->idx[i / x->k],
+                                        i % x->k, v[i], x->spec->rows),
                           "%s:%d: table '%s': ", x->spec->file, x->spec->line, x->spec->name);
 }
 

@@ -223,7 +223,7 @@ static int ref_tables(struct ref *r, struct reader_cache *rd, uint64_t seed, con
         if (rc == 0) rc = reader_gather(rd, t->data_file, sp->ids, idx, batch, DT_I64, &tb->ids);
         int64_t bad = rc ? -1 : embed_ids_first_bad(tb->ids.data, batch * tb->k, sp->rows);
         if (bad >= 0)
-            rc = embed_ids_bad(CAIRN_EINPUT, t->data_file, sp->ids, idx[bad / tb->k],
+            rc = embed_ids_bad(CAIRN_EINPUT, rd, t->data_file, sp->ids, idx[bad / tb->k], bad % tb->k,
                                ((const int64_t *)tb->ids.data)[bad], sp->rows);
         if (rc) {
             cairn_err_wrap(rc, "%s:%d: table '%s': ", sp->file, sp->line, sp->name);
