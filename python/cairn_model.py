@@ -260,7 +260,7 @@ class Model:
 
     def _tables(self, f):
         """The tables, in the order their vectors follow the dense features."""
-        if "embeddings" not in f.f:
+        if f.f.get("embeddings", getlink=True) is None:  # (a dangling link is not "none")
             return []
         names = list(f.obj("/embeddings", h5py.Group))
         if len(names) > MAX_TABLES:

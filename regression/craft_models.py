@@ -259,6 +259,12 @@ def _(f):
     f["layers"] = h5py.SoftLink("/real_layers")
 
 
+@case("embeddings_dangling", "/embeddings: it is behind a soft or external link")
+def _(f):
+    f.move("embeddings", "real_embeddings")
+    f["embeddings"] = h5py.SoftLink("/nowhere")  # h5py's `in` calls this one absent
+
+
 @case("table_external", "/embeddings/user/table: it is behind a soft or external link")
 def _(f):
     with h5py.File(os.path.join(OUT, "elsewhere.h5"), "w") as e:

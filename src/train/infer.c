@@ -22,7 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Bounds on what an untrusted model file may claim. */
+/* Bounds on what an untrusted model file may claim (a string attribute:
+ * at most MAX_NAME - 1 bytes). */
 enum { MAX_TABLES = 64, MAX_WIDTH = 1 << 24, MAX_NAME = 256 };
 
 struct infer_table {
@@ -60,9 +61,6 @@ struct infer_model {
  *   (checked before anything is allocated);
  * - weights and biases are finite (a table's rows when a batch reads them).
  * Messages name the object: "/layers/0/W: non-finite value at [3, 7]". */
-
-/* Longest string attribute, in bytes. */
-enum { MAX_TEXT = MAX_NAME - 1 };
 
 /* An optional string attribute into buf (dflt if it is missing). */
 static int attr_str(hid_t obj, const char *name, const char *dflt, char *buf, size_t size)
