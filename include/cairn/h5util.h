@@ -28,6 +28,10 @@ int h5_path_local(hid_t loc, const char *path);
 /* Does dataset dset keep its data in the file (no external storage)? */
 int h5_data_local(hid_t dset);
 enum dtype h5_dtype(hid_t type); /* DT_NONE for non-numeric types */
+/* For untrusted files: is dset's stored element type exactly `want`, so
+ * that reading it converts nothing but byte order?  (IEEE floats of that
+ * size; two's complement integers of that size.)  Any error: false. */
+bool h5_dset_is(hid_t dset, enum dtype want);
 
 /* H5Fcreate (truncating) with fapl (H5P_DEFAULT or an MPI-IO list) into
  * *f.  Errors: CAIRN_EHDF5, "cannot create PATH: " and HDF5's cause. */

@@ -61,6 +61,8 @@ int64_t tensor_get_i64(const struct tensor *t, int64_t i);
 void tensor_set_i64(struct tensor *t, int64_t i, int64_t v);
 /* True if any element is non-zero (the truth of a stop or loop blob). */
 bool tensor_any(const struct tensor *t);
+/* The index of the first NaN or infinity in t, or -1 (always for integers). */
+int64_t tensor_first_nonfinite(const struct tensor *t);
 
 /* Element kernels.  Output may alias an input.  b of add/axpy may be a
  * scalar broadcast over a.  Integer tensors use exact integer arithmetic

@@ -164,7 +164,7 @@ bad rows "rows 100:99999 are not within the 32768 rows of demo.h5" eval demo/mod
 bad rows-syntax "--rows takes FIRST:END" eval demo/model.h5 demo.h5 --rows 5
 bad no-out "needs -o OUT.h5" predict demo/model.h5 demo.h5
 bad missing-model "model nothing.h5: cannot read it" eval nothing.h5 demo.h5
-bad hollow "model hollow.h5: dataset 'layers/0/W' keeps 0 of its 131072 bytes" eval hollow.h5 demo.h5
+bad hollow "model hollow.h5: /layers/0/W: it keeps 0 of its 131072 bytes" eval hollow.h5 demo.h5
 bad flat "model flat.h5: " predict flat.h5 demo.h5 -o x.h5
 bad onto-data "-o demo.h5 is the data file: it would be replaced" predict demo/model.h5 demo.h5 -o demo.h5
 # a bad id in the last rows (the last rank's share): found mid-run, no file

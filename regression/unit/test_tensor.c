@@ -4,6 +4,8 @@
 #include "cairn/partition.h"
 #include "cairn/tensor.h"
 
+#include <math.h>
+
 static struct shape vec(int64_t n) { return (struct shape){.ndim = 1, .d = {n}}; }
 
 static void fill_add_axpy(void **state)
@@ -86,6 +88,27 @@ static void cmp_and_any(void **state)
     tensor_free(&a);
 }
 
+/* A model's weights are refused at their first NaN or infinity. */
+static void first_nonfinite(void **state)
+{
+    (void)state;
+    struct tensor f = {0}, d = {0}, i = {0};
+    struct shape v = vec(5);
+    assert_int_equal(tensor_resize(&f, DT_F32, &v), 0);
+    assert_int_equal(tensor_resize(&d, DT_F64, &v), 0);
+    assert_int_equal(tensor_resize(&i, DT_I32, &v), 0);
+    assert_int_equal(tensor_first_nonfinite(&f), -1);
+    tensor_set(&f, 3, INFINITY);
+    tensor_set(&f, 4, NAN);
+    assert_int_equal(tensor_first_nonfinite(&f), 3);
+    tensor_set(&d, 1, -INFINITY);
+    assert_int_equal(tensor_first_nonfinite(&d), 1);
+    assert_int_equal(tensor_first_nonfinite(&i), -1);
+    tensor_free(&f);
+    tensor_free(&d);
+    tensor_free(&i);
+}
+
 static void formats(void **state)
 {
     (void)state;
@@ -124,7 +147,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(fill_add_axpy),          cmocka_unit_test(mismatches_are_errors),
         cmocka_unit_test(integers_are_exact),     cmocka_unit_test(cmp_and_any),
-        cmocka_unit_test(formats),                cmocka_unit_test(partitions_cover_exactly),
+        cmocka_unit_test(formats),                cmocka_unit_test(first_nonfinite),
+        cmocka_unit_test(partitions_cover_exactly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

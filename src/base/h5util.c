@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <semaphore.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,28 @@ int h5_data_local(hid_t dset)
     H5D_layout_t layout = H5Pget_layout(dcpl);
     H5Pclose(dcpl);
     return external == 0 && layout != H5D_VIRTUAL;
+}
+
+/* Floats must be IEEE binary32/binary64 (a custom float of the same size
+ * would be converted by HDF5, silently); byte order is a lossless swap. */
+static bool float_is(hid_t t, hid_t le, hid_t be) { return H5Tequal(t, le) > 0 || H5Tequal(t, be) > 0; }
+
+bool h5_dset_is(hid_t dset, enum dtype want)
+{
+    hid_t t = H5Dget_type(dset);
+    if (t < 0) return false;
+    H5T_class_t c = H5Tget_class(t);
+    size_t size = H5Tget_size(t);
+    bool sign = c == H5T_INTEGER && H5Tget_sign(t) == H5T_SGN_2, ok = false;
+    switch (want) {
+    case DT_F32: ok = c == H5T_FLOAT && float_is(t, H5T_IEEE_F32LE, H5T_IEEE_F32BE); break;
+    case DT_F64: ok = c == H5T_FLOAT && float_is(t, H5T_IEEE_F64LE, H5T_IEEE_F64BE); break;
+    case DT_I32: ok = sign && size == 4; break;
+    case DT_I64: ok = sign && size == 8; break;
+    default: break;
+    }
+    H5Tclose(t);
+    return ok;
 }
 
 enum dtype h5_dtype(hid_t type)

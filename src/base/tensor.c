@@ -206,6 +206,15 @@ bool tensor_any(const struct tensor *t)
     return false;
 }
 
+int64_t tensor_first_nonfinite(const struct tensor *t)
+{
+    int64_t n = tensor_numel(t);
+    if (t->dtype != DT_F32 && t->dtype != DT_F64) return -1; /* integers are always finite */
+    for (int64_t i = 0; i < n; i++)
+        if (!isfinite(tensor_get(t, i))) return i;
+    return -1;
+}
+
 void tensor_fill(struct tensor *t, double value)
 {
     int64_t n = tensor_numel(t);

@@ -474,23 +474,6 @@ static uint64_t name_share(const struct entry *e)
     return checksum_string(name);
 }
 
-static int check_type(hid_t dset, enum dtype want)
-{
-    hid_t t = H5Dget_type(dset);
-    if (t < 0) return -1;
-    H5T_class_t c = H5Tget_class(t);
-    size_t size = H5Tget_size(t);
-    H5T_sign_t sign = c == H5T_INTEGER ? H5Tget_sign(t) : H5T_SGN_ERROR;
-    H5Tclose(t);
-    switch (want) {
-    case DT_F32: return c == H5T_FLOAT && size == 4 ? 0 : -1;
-    case DT_F64: return c == H5T_FLOAT && size == 8 ? 0 : -1;
-    case DT_I32: return c == H5T_INTEGER && size == 4 && sign == H5T_SGN_2 ? 0 : -1;
-    case DT_I64: return c == H5T_INTEGER && size == 8 && sign == H5T_SGN_2 ? 0 : -1;
-    default: return -1;
-    }
-}
-
 /* The dataset's shape, checked against the blob's and against the file's
  * size: a file of a few kB cannot declare 2^40 rows. */
 static int check_space(hid_t dset, struct entry *e, int64_t file_bytes)
@@ -553,7 +536,7 @@ static int check_dataset(hid_t f, struct entry *e, int64_t file_bytes)
         CAIRN_FAIL(CAIRN_ECORRUPT, "no such dataset");
     dset = H5Dopen2(f, path, H5P_DEFAULT);
     CAIRN_CHECK_H5(dset);
-    if (check_type(dset, e->dtype)) CAIRN_FAIL(CAIRN_ECORRUPT, "its element type is not %s", dtype_name(e->dtype));
+    if (!h5_dset_is(dset, e->dtype)) CAIRN_FAIL(CAIRN_ECORRUPT, "its element type is not %s", dtype_name(e->dtype));
     CAIRN_CHECK(check_space(dset, e, file_bytes));
     CAIRN_CHECK(attr_get_str(dset, "dist", &dist));
     if (strcmp(dist, dist_name(e->dist)) != 0)

@@ -22,7 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Bounds on what an untrusted model file may claim. */
+/* Bounds on what an untrusted model file may claim (a string attribute:
+ * at most MAX_NAME - 1 bytes). */
 enum { MAX_TABLES = 64, MAX_WIDTH = 1 << 24, MAX_NAME = 256 };
 
 struct infer_table {
@@ -45,6 +46,22 @@ struct infer_model {
 
 /* ---- reading model.h5 ------------------------------------------------------- */
 
+/* model.h5 is untrusted input (anyone may hand over a file), validated as
+ * checkpoints are, and python/cairn_model.py applies the same rules with
+ * the same messages (cairn-job(5), MODEL FILE):
+ * - every object opened is reached through hard links only, and every
+ *   dataset keeps its data in the file;
+ * - every attribute holds one value of its class, in range; names are
+ *   among the known ones (never a default for an unknown one);
+ * - attribute 'layers' counts exactly the groups /layers/0 .. L-1, and the
+ *   tables' 'column' attributes tile layer 0's input after the features;
+ * - datasets are stored exactly as the model's dtype (IEEE floats; only
+ *   the byte order may differ from this machine's), of exactly their
+ *   shapes, and keep all their bytes in the file, no more than it holds
+ *   (checked before anything is allocated);
+ * - weights and biases are finite (a table's rows when a batch reads them).
+ * Messages name the object: "/layers/0/W: non-finite value at [3, 7]". */
+
 /* An optional string attribute into buf (dflt if it is missing). */
 static int attr_str(hid_t obj, const char *name, const char *dflt, char *buf, size_t size)
 {
@@ -66,95 +83,191 @@ static int name_index(const char *const *names, const char *s)
     return -1;
 }
 
-/* A dataset's shape, which must have ndim dimensions. */
-static int shape_of(struct infer_model *m, const char *ds, int ndim, struct shape *s)
+/* Is path (absolute) a hard-linked object of this type?  Soft and external
+ * links are refused before they are followed: they may lead anywhere. */
+static int check_object(hid_t f, const char *path, H5O_type_t type)
 {
-    enum dtype t;
-    int rc = reader_shape(m->rd, m->path, ds, s, &t);
-    if (rc == 0 && s->ndim != ndim)
-        rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "dataset '%s' has %d dimensions, not %d", ds,
-                           s->ndim, ndim);
+    int rc = 0, local = h5_path_local(f, path);
+    H5O_info_t info;
+    const char *what = type == H5O_TYPE_GROUP ? "group" : "dataset";
+    if (local < 0) CAIRN_FAIL(CAIRN_EINPUT, "%s: no such %s", path, what);
+    if (local == 0) CAIRN_FAIL(CAIRN_EINPUT, "%s: it is behind a soft or external link", path);
+    if (H5Oget_info_by_name(f, path, &info, H5P_DEFAULT) < 0 || info.type != type)
+        CAIRN_FAIL(CAIRN_EINPUT, "%s: it is not a %s", path, what);
+cleanup:
     return rc;
 }
 
-/* A dataset of n elements must keep all their bytes in the file: a few
- * bytes of header must not make every rank allocate and fill gigabytes
- * (cairn writes parameters contiguous and unfiltered). */
-static int stored(hid_t f, const char *ds, int64_t n)
+static int open_group(hid_t f, const char *path, hid_t *g)
 {
     int rc = 0;
-    hid_t d = H5Dopen2(f, ds, H5P_DEFAULT), t = H5I_INVALID_HID;
-    CAIRN_CHECK_H5(d);
+    CAIRN_CHECK(check_object(f, path, H5O_TYPE_GROUP));
+    CAIRN_CHECK_H5(*g = H5Gopen2(f, path, H5P_DEFAULT));
+cleanup:
+    return rc;
+}
+
+/* Dataset path: of the model's dtype exactly (no conversion but byte
+ * order), ndim dimensions, its data in the file; *s its shape. */
+static int check_dataset(const struct infer_model *m, hid_t f, const char *path, int ndim, struct shape *s)
+{
+    int rc = 0;
+    hid_t d = H5I_INVALID_HID, sp = H5I_INVALID_HID;
+    hsize_t dims[H5S_MAX_RANK];
+    CAIRN_CHECK(check_object(f, path, H5O_TYPE_DATASET));
+    CAIRN_CHECK_H5(d = H5Dopen2(f, path, H5P_DEFAULT));
+    if (!h5_dset_is(d, m->dt)) CAIRN_FAIL(CAIRN_EINPUT, "%s: its element type is not %s", path, dtype_name(m->dt));
+    CAIRN_CHECK_H5(sp = H5Dget_space(d));
+    int nd = H5Sget_simple_extent_ndims(sp);
+    if (nd != ndim) CAIRN_FAIL(CAIRN_EINPUT, "%s: it has %d dimensions, not %d", path, nd, ndim);
+    CAIRN_CHECK_H5(H5Sget_simple_extent_dims(sp, dims, NULL));
+    s->ndim = nd;
+    for (int i = 0; i < nd; i++) s->d[i] = dims[i] > (hsize_t)INT64_MAX ? INT64_MAX : (int64_t)dims[i];
+    if (!h5_data_local(d)) CAIRN_FAIL(CAIRN_EINPUT, "%s: it keeps its data outside the file", path);
+cleanup:
+    if (sp >= 0) H5Sclose(sp);
+    if (d >= 0) H5Dclose(d);
+    return rc;
+}
+
+/* Dataset path of rows x cols elements must keep all their bytes in the
+ * file, and the file must hold them: a few bytes of header must not make
+ * every rank allocate and fill gigabytes, or read a table of zeros (cairn
+ * writes models contiguous and unfiltered).  In doubles: rows x cols may
+ * not fit in 64 bits. */
+static int stored(hid_t f, const char *path, int64_t rows, int64_t cols)
+{
+    int rc = 0;
+    hid_t d = H5I_INVALID_HID, t = H5I_INVALID_HID;
+    hsize_t file = 0;
+    CAIRN_CHECK_H5(d = H5Dopen2(f, path, H5P_DEFAULT));
     CAIRN_CHECK_H5(t = H5Dget_type(d));
-    double want = (double)n * (double)H5Tget_size(t), have = (double)H5Dget_storage_size(d);
+    CAIRN_CHECK_H5(H5Fget_filesize(f, &file));
+    double want = (double)rows * (double)cols * (double)H5Tget_size(t), have = (double)H5Dget_storage_size(d);
+    if (have > (double)file) have = (double)file; /* what a crafted header claims beyond the end */
     if (have < want)
-        CAIRN_FAIL(CAIRN_EINPUT, "dataset '%s' keeps %.0f of its %.0f bytes: damaged, or not a model cairn wrote",
-                   ds, have, want);
+        CAIRN_FAIL(CAIRN_EINPUT, "%s: it keeps %.0f of its %.0f bytes in the file: damaged, or not a model cairn wrote",
+                   path, have, want);
 cleanup:
     if (t >= 0) H5Tclose(t);
     if (d >= 0) H5Dclose(d);
     return rc;
 }
 
+/* t, read from dataset path, must hold only finite numbers: a NaN weight
+ * would score every row NaN, and exit 0. */
+static int check_finite(const char *path, const struct tensor *t)
+{
+    int64_t i = tensor_first_nonfinite(t), cols = t->shape.ndim == 2 ? t->shape.d[1] : 1;
+    if (i < 0) return 0;
+    if (t->shape.ndim == 2)
+        return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "%s: non-finite value at [%lld, %lld]", path,
+                             (long long)(i / cols), (long long)(i % cols));
+    return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "%s: non-finite value at [%lld]", path, (long long)i);
+}
+
+/* Dataset path, [rows, ...], checked, read whole and checked finite. */
+static int read_param(struct infer_model *m, hid_t f, const char *path, int64_t rows, int64_t cols,
+                      struct tensor *t)
+{
+    int rc = 0;
+    CAIRN_CHECK(stored(f, path, rows, cols));
+    CAIRN_CHECK(reader_rows(m->rd, m->path, path, 0, rows, m->dt, t));
+    CAIRN_CHECK(check_finite(path, t));
+cleanup:
+    return rc;
+}
+
 static int read_layer(struct infer_model *m, hid_t f, int l, int64_t in)
 {
     int rc = 0;
-    char g[32], ds[48], act[32];
+    char g[32], ds[48], act[MAX_NAME];
     hid_t grp = H5I_INVALID_HID;
     struct shape ws, bs;
-    snprintf(g, sizeof g, "layers/%d", l);
-    if (h5_path_local(f, g) != 1) CAIRN_FAIL(CAIRN_EINPUT, "no group '%s' (or behind a link)", g);
-    CAIRN_CHECK_H5(grp = H5Gopen2(f, g, H5P_DEFAULT));
-    CAIRN_CHECK(attr_str(grp, "activation", NULL, act, sizeof act));
+    snprintf(g, sizeof g, "/layers/%d", l);
+    CAIRN_CHECK(open_group(f, g, &grp));
+    if ((rc = attr_str(grp, "activation", NULL, act, sizeof act)) != 0) {
+        cairn_err_wrap(rc, "%s: ", g);
+        goto cleanup;
+    }
     int a = name_index(act_names, act);
     if (a < 0) CAIRN_FAIL(CAIRN_EINPUT, "%s: unknown activation '%s'", g, act);
     m->act[l] = (enum act)a;
     snprintf(ds, sizeof ds, "%s/W", g);
-    CAIRN_CHECK(shape_of(m, ds, 2, &ws));
+    CAIRN_CHECK(check_dataset(m, f, ds, 2, &ws));
     if (ws.d[0] != in || ws.d[1] < 1 || ws.d[1] > MAX_WIDTH)
-        CAIRN_FAIL(CAIRN_EINPUT, "%s is [%lld, %lld]; it must be [%lld, 1 .. %d]", ds, (long long)ws.d[0],
+        CAIRN_FAIL(CAIRN_EINPUT, "%s: it is [%lld, %lld]; it must be [%lld, 1 .. %d]", ds, (long long)ws.d[0],
                    (long long)ws.d[1], (long long)in, MAX_WIDTH);
-    CAIRN_CHECK(stored(f, ds, in * ws.d[1]));
-    CAIRN_CHECK(reader_rows(m->rd, m->path, ds, 0, in, m->dt, &m->W[l]));
+    CAIRN_CHECK(read_param(m, f, ds, in, ws.d[1], &m->W[l]));
     snprintf(ds, sizeof ds, "%s/b", g);
-    CAIRN_CHECK(shape_of(m, ds, 1, &bs));
+    CAIRN_CHECK(check_dataset(m, f, ds, 1, &bs));
     if (bs.d[0] != ws.d[1])
-        CAIRN_FAIL(CAIRN_EINPUT, "%s has %lld values; the layer has %lld units", ds, (long long)bs.d[0],
+        CAIRN_FAIL(CAIRN_EINPUT, "%s: it has %lld values; the layer has %lld units", ds, (long long)bs.d[0],
                    (long long)ws.d[1]);
-    CAIRN_CHECK(stored(f, ds, bs.d[0]));
-    CAIRN_CHECK(reader_rows(m->rd, m->path, ds, 0, bs.d[0], m->dt, &m->b[l]));
+    CAIRN_CHECK(read_param(m, f, ds, bs.d[0], 1, &m->b[l]));
 cleanup:
     if (grp >= 0) H5Gclose(grp);
     return rc;
 }
 
-static int read_table(struct infer_model *m, hid_t emb, const char *name, struct infer_table *x)
+/* Attribute 'layers' counts exactly the groups under /layers: a file that
+ * says 1 while /layers/1 exists would score hidden units as classes.  With
+ * the count equal, read_layer finding /layers/0 .. L-1 leaves no other. */
+static int check_layer_count(hid_t f, int64_t L)
 {
     int rc = 0;
-    char combine[16];
     hid_t g = H5I_INVALID_HID;
-    struct shape s;
-    if (snprintf(x->name, sizeof x->name, "%s", name) >= (int)sizeof x->name)
-        CAIRN_FAIL(CAIRN_EINPUT, "a table's name is too long");
-    if (h5_path_local(emb, name) != 1) CAIRN_FAIL(CAIRN_EINPUT, "table '%s' is behind a link", name);
-    CAIRN_CHECK_H5(g = H5Gopen2(emb, name, H5P_DEFAULT));
+    H5G_info_t info;
+    CAIRN_CHECK(open_group(f, "/layers", &g));
+    CAIRN_CHECK_H5(H5Gget_info(g, &info));
+    if (info.nlinks != (hsize_t)L)
+        CAIRN_FAIL(CAIRN_EINPUT, "/layers: it holds %llu objects, but attribute 'layers' is %lld",
+                   (unsigned long long)info.nlinks, (long long)L);
+cleanup:
+    if (g >= 0) H5Gclose(g);
+    return rc;
+}
+
+static int table_attrs(hid_t g, struct infer_table *x)
+{
+    int rc = 0;
+    char combine[MAX_NAME];
     CAIRN_CHECK(attr_str(g, "ids", NULL, x->ids, sizeof x->ids));
     CAIRN_CHECK(attr_str(g, "combine", NULL, combine, sizeof combine));
     if (strcmp(combine, "sum") != 0 && strcmp(combine, "mean") != 0)
-        CAIRN_FAIL(CAIRN_EINPUT, "table '%s': combine is '%s', not sum or mean", name, combine);
+        CAIRN_FAIL(CAIRN_EINPUT, "combine is '%s', not sum or mean", combine);
     x->mean = combine[0] == 'm';
     x->column = -1; /* from the order, for a file of one table without it */
-    if (H5Aexists(g, "column") != 0)
-        CAIRN_CHECK(h5_attr_get_i64(g, "column", 0, MAX_WIDTH, CAIRN_EINPUT, &x->column));
-    snprintf(x->path, sizeof x->path, "embeddings/%s/table", name);
-    CAIRN_CHECK(shape_of(m, x->path, 2, &s));
+    if (H5Aexists(g, "column") != 0) CAIRN_CHECK(h5_attr_get_i64(g, "column", 0, MAX_WIDTH, CAIRN_EINPUT, &x->column));
+cleanup:
+    return rc;
+}
+
+static int read_table(struct infer_model *m, hid_t f, const char *name, struct infer_table *x)
+{
+    int rc = 0;
+    char g[MAX_NAME + 16];
+    hid_t grp = H5I_INVALID_HID;
+    struct shape s;
+    snprintf(x->name, sizeof x->name, "%s", name);
+    snprintf(g, sizeof g, "/embeddings/%s", name);
+    snprintf(x->path, sizeof x->path, "%s/table", g);
+    CAIRN_CHECK(open_group(f, g, &grp));
+    if ((rc = table_attrs(grp, x)) != 0) {
+        cairn_err_wrap(rc, "%s: ", g);
+        goto cleanup;
+    }
+    CAIRN_CHECK(check_dataset(m, f, x->path, 2, &s));
     if (s.d[0] < 1 || s.d[1] < 1 || s.d[1] > MAX_WIDTH)
-        CAIRN_FAIL(CAIRN_EINPUT, "table '%s' is [%lld, %lld]", name, (long long)s.d[0], (long long)s.d[1]);
+        CAIRN_FAIL(CAIRN_EINPUT, "%s: it is [%lld, %lld]; it must be [1 or more, 1 .. %d]", x->path,
+                   (long long)s.d[0], (long long)s.d[1], MAX_WIDTH);
+    /* rows x dim bounded as W's elements are, though only the rows that
+     * batches touch are read */
+    CAIRN_CHECK(stored(f, x->path, s.d[0], s.d[1]));
     x->rows = s.d[0];
     x->dim = s.d[1];
 cleanup:
-    if (g >= 0) H5Gclose(g);
-    if (rc) cairn_err_wrap(rc, "/embeddings/%s: ", name);
+    if (grp >= 0) H5Gclose(grp);
     return rc;
 }
 
@@ -164,26 +277,11 @@ static int by_column(const void *a, const void *b)
     return (x->column > y->column) - (x->column < y->column);
 }
 
-/* The tables under /embeddings, in the order their vectors take in the
- * first layer's input, which they must tile after the dense features. */
-static int read_tables(struct infer_model *m, hid_t f)
+/* The tables' columns, in the order their vectors take in the first
+ * layer's input, which they must tile after the dense features. */
+static int order_tables(struct infer_model *m)
 {
     int rc = 0;
-    hid_t emb = H5I_INVALID_HID;
-    H5G_info_t info;
-    if (H5Lexists(f, "embeddings", H5P_DEFAULT) <= 0) return 0;
-    if (h5_path_local(f, "embeddings") != 1) CAIRN_FAIL(CAIRN_EINPUT, "/embeddings is behind a link");
-    CAIRN_CHECK_H5(emb = H5Gopen2(f, "embeddings", H5P_DEFAULT));
-    CAIRN_CHECK_H5(H5Gget_info(emb, &info));
-    if (info.nlinks > MAX_TABLES) CAIRN_FAIL(CAIRN_EINPUT, "more than %d tables", MAX_TABLES);
-    CAIRN_CHECK_ALLOC(m->tab = calloc(info.nlinks + 1, sizeof *m->tab));
-    for (hsize_t i = 0; i < info.nlinks; i++) {
-        char name[MAX_NAME];
-        ssize_t n = H5Lget_name_by_idx(emb, ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name, H5P_DEFAULT);
-        CAIRN_CHECK_H5(n);
-        if (n >= (ssize_t)sizeof name) CAIRN_FAIL(CAIRN_EINPUT, "a table's name is too long");
-        CAIRN_CHECK(read_table(m, emb, name, &m->tab[m->n_tables++]));
-    }
     if (m->n_tables == 1 && m->tab[0].column < 0) m->tab[0].column = m->inputs;
     for (int e = 0; e < m->n_tables; e++)
         if (m->tab[e].column < 0)
@@ -201,21 +299,38 @@ static int read_tables(struct infer_model *m, hid_t f)
         if (m->width0 > MAX_WIDTH) CAIRN_FAIL(CAIRN_EINPUT, "the tables are too wide");
     }
 cleanup:
+    return rc;
+}
+
+/* The tables under /embeddings (in name order, as HDF5 lists them). */
+static int read_tables(struct infer_model *m, hid_t f)
+{
+    int rc = 0;
+    hid_t emb = H5I_INVALID_HID;
+    H5G_info_t info;
+    if (H5Lexists(f, "embeddings", H5P_DEFAULT) <= 0) return 0;
+    CAIRN_CHECK(open_group(f, "/embeddings", &emb));
+    CAIRN_CHECK_H5(H5Gget_info(emb, &info));
+    if (info.nlinks > MAX_TABLES) CAIRN_FAIL(CAIRN_EINPUT, "/embeddings: more than %d tables", MAX_TABLES);
+    CAIRN_CHECK_ALLOC(m->tab = calloc(info.nlinks + 1, sizeof *m->tab));
+    for (hsize_t i = 0; i < info.nlinks; i++) {
+        char name[MAX_NAME];
+        ssize_t n = H5Lget_name_by_idx(emb, ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name, H5P_DEFAULT);
+        CAIRN_CHECK_H5(n);
+        if (n >= (ssize_t)sizeof name) CAIRN_FAIL(CAIRN_EINPUT, "/embeddings: a table's name is too long");
+        CAIRN_CHECK(read_table(m, f, name, &m->tab[m->n_tables++]));
+    }
+    CAIRN_CHECK(order_tables(m));
+cleanup:
     if (emb >= 0) H5Gclose(emb);
     return rc;
 }
 
-static int read_model(struct infer_model *m)
+/* The root's attributes, each of its class and in range; *L the layers. */
+static int read_root(struct infer_model *m, hid_t f, int64_t *L)
 {
     int rc = 0;
-    hid_t f = H5I_INVALID_HID;
-    char s[64];
-    int64_t L;
-    h5_quiet();
-    if (access(m->path, R_OK) != 0) CAIRN_FAIL(CAIRN_EINPUT, "cannot read it");
-    if (!fsx_is_regular(m->path)) CAIRN_FAIL(CAIRN_EINPUT, "not a regular file");
-    if ((f = H5Fopen(m->path, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0)
-        CAIRN_FAIL(CAIRN_EINPUT, "not an HDF5 file (or a damaged one)");
+    char s[MAX_NAME];
     if (H5Aexists(f, "cairn_version") <= 0)
         CAIRN_FAIL(CAIRN_EINPUT, "no attribute 'cairn_version': not a model file cairn wrote");
     CAIRN_CHECK(attr_str(f, "loss", NULL, s, sizeof s));
@@ -225,12 +340,29 @@ static int read_model(struct infer_model *m)
     CAIRN_CHECK(attr_str(f, "dtype", NULL, s, sizeof s));
     if ((m->dt = dtype_parse(s)) != DT_F32 && m->dt != DT_F64) CAIRN_FAIL(CAIRN_EINPUT, "dtype '%s' is not f32 or f64", s);
     CAIRN_CHECK(h5_attr_get_i64(f, "inputs", 0, MAX_WIDTH, CAIRN_EINPUT, &m->inputs));
-    CAIRN_CHECK(h5_attr_get_i64(f, "layers", 1, NN_MAX_LAYERS, CAIRN_EINPUT, &L));
+    CAIRN_CHECK(h5_attr_get_i64(f, "layers", 1, NN_MAX_LAYERS, CAIRN_EINPUT, L));
     CAIRN_CHECK(attr_str(f, "features", "features", m->features, sizeof m->features));
     CAIRN_CHECK(attr_str(f, "labels", "labels", m->labels, sizeof m->labels));
     m->eval_batch = 1024;
     if (H5Aexists(f, "eval_batch") != 0)
         CAIRN_CHECK(h5_attr_get_i64(f, "eval_batch", 1, 1 << 24, CAIRN_EINPUT, &m->eval_batch));
+cleanup:
+    return rc;
+}
+
+static int read_model(struct infer_model *m)
+{
+    int rc = 0;
+    hid_t f = H5I_INVALID_HID;
+    int64_t L;
+    h5_quiet();
+    if (access(m->path, R_OK) != 0) CAIRN_FAIL(CAIRN_EINPUT, "cannot read it");
+    /* a FIFO or a device would block the open (a link to a model is fine) */
+    if (!fsx_is_regular(m->path)) CAIRN_FAIL(CAIRN_EINPUT, "not a regular file");
+    if ((f = H5Fopen(m->path, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0)
+        CAIRN_FAIL(CAIRN_EINPUT, "not an HDF5 file (or a damaged one)");
+    CAIRN_CHECK(read_root(m, f, &L));
+    CAIRN_CHECK(check_layer_count(f, L));
     m->width0 = m->inputs; /* and the tables' columns after */
     CAIRN_CHECK(read_tables(m, f));
     if (m->width0 < 1) CAIRN_FAIL(CAIRN_EINPUT, "the model takes no inputs");
@@ -366,6 +498,12 @@ static int table_input(const struct infer_model *m, const struct infer_opts *o, 
     CAIRN_CHECK(embed_touch(w->ids.data, n * k, x->rows, w->pos, &n_pos, w->slot));
     for (int64_t i = 0; i < n_pos; i++) w->pos[i] = spread_row(w->pos[i], x->rows, a); /* the rows' ids */
     if (n_pos) CAIRN_CHECK(reader_gather(m->rd, m->path, x->path, w->pos, n_pos, m->dt, &w->rows));
+    /* a table is too large to check whole when the model is opened: the
+     * rows a batch uses are checked as the weights were */
+    int64_t bad = n_pos ? tensor_first_nonfinite(&w->rows) : -1;
+    if (bad >= 0)
+        CAIRN_FAIL(CAIRN_EINPUT, "model %s: %s: non-finite value at [%lld, %lld]", m->path, x->path,
+                   (long long)w->pos[bad / x->dim], (long long)(bad % x->dim));
     embed_combine(m->dt, n, k, w->slot, w->rows.data, x->dim, x->mean,
                   (char *)w->x.data + (size_t)col * dtype_size(m->dt), m->width0);
 cleanup:
