@@ -726,7 +726,7 @@ static int data_balance(int argc, char **argv)
     const char *file = argv[optind];
     struct reader_cache *rc_ = NULL;
     struct tensor v = {0};
-    int64_t n, k;
+    int64_t n = 0, k = 0;
     int rc = reader_cache_create(&rc_);
     if (rc == 0) rc = embed_ids_shape(rc_, file, ids, &n, &k);
     if (rc == 0 && (uint64_t)n * (uint64_t)k > (UINT64_C(1) << 32))

@@ -1419,7 +1419,7 @@ int ckpt_file_extract(const char *path, const char *const *blobs, int n, const c
     struct contents c = {0};
     h5_quiet();
     CAIRN_CHECK(open_checked(path, H5P_DEFAULT, &f, &c));
-    CAIRN_CHECK(fsx_out_begin(&out, to, 0));
+    CAIRN_CHECK(fsx_out_begin(&out, to, FSX_UNIQUE));
     CAIRN_CHECK(h5_create_file(out.tmp, H5P_DEFAULT, &o));
     CAIRN_CHECK(copy_attrs(f, o, &c));
     for (int i = 0; i < n; i++) CAIRN_CHECK(extract_one(f, &c, o, blobs[i]));
