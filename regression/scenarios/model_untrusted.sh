@@ -33,6 +33,11 @@ expect_rc fixture/train train 0
 /usr/bin/python3 "$CAIRN_ROOT/regression/craft_models.py" tiny/model.h5 d.h5 crafted >craft.out 2>&1 ||
     fail fixture/craft "craft_models.py failed" craft.out
 cd crafted || exit 1
+# what cairn and Python read must be what they leave: the crafted files,
+# the model they came from and the data
+inputs=$(find . ../tiny/model.h5 ../d.h5 -maxdepth 1 -type f | sort)
+input_sums() { md5sum $inputs; }
+before=$(input_sums)
 
 # refused NAME TAG FRAGMENT: TAG exited 2 saying FRAGMENT (a fixed string),
 # or for "-" exited 0
@@ -105,3 +110,4 @@ mpi predict-table_nan-2 2 predict table_nan.h5 ../d.h5 -o pred-2.h5 --batch 50
 refused table_nan/predict-2-ranks predict-table_nan-2 "/embeddings/user/table: non-finite value at ["
 ls pred-2.h5* >/dev/null 2>&1 && fail table_nan/predict-2-ranks/no-file "$(ls pred-2.h5*) left" ||
     pass table_nan/predict-2-ranks/no-file
+expect_eq inputs-unchanged "$(input_sums)" "$before"
