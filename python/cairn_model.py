@@ -51,11 +51,32 @@ DTYPES = {
     "f64": (np.float64, (h5py.h5t.IEEE_F64LE, h5py.h5t.IEEE_F64BE)),
 }
 MAX_WIDTH, MAX_LAYERS, MAX_TABLES, MAX_TEXT, MAX_DIMS = 1 << 24, 64, 64, 255, 8
+MAX_BAG, MAX_ELEMENTS = 65536, 1 << 60  # ids per sample (EMBED_IDS_K_MAX); a dataset (READER_MAX_ELEMENTS)
 
 
 class ModelError(ValueError):
     """A model (or data) file that cairn would refuse: the message names
     the file, the object and the rule."""
+
+
+def _escaped(b):
+    """bytes as cairn prints them (cairn_escape): control bytes, C1 controls
+    and bytes that are not valid UTF-8 as \\xNN, the rest as text."""
+    out, i = [], 0
+    while i < len(b):
+        n = 1 if b[i] < 0x80 else 2 if 0xc2 <= b[i] <= 0xdf else 3 if 0xe0 <= b[i] <= 0xef else \
+            4 if 0xf0 <= b[i] <= 0xf4 else 0
+        try:
+            c = b[i:i + n].decode() if n else ""
+        except UnicodeDecodeError:
+            c = ""
+        if not c or ord(c) < 0x20 or 0x7f <= ord(c) <= 0x9f:
+            out.append("\\x%02x" % b[i])
+            i += 1
+        else:
+            out.append(c)
+            i += n
+    return "".join(out)
 
 
 def _where(i, shape):
@@ -263,8 +284,10 @@ class Model:
         if f.f.get("embeddings", getlink=True) is None:  # (a dangling link is not "none")
             return []
         names = list(f.obj("/embeddings", h5py.Group))
-        if len(names) > MAX_TABLES:
-            f.fail("/embeddings: more than %d tables" % MAX_TABLES)
+        for n in names:  # a name is printed: it must print as itself (h5py gives bytes if not UTF-8)
+            b = n if isinstance(n, bytes) else n.encode()
+            if _escaped(b) != b.decode("utf-8", "replace"):
+                f.fail("/embeddings: the table name '%s' is not printable UTF-8" % _escaped(b))
         if any(len(n.encode()) > MAX_TEXT for n in names):
             f.fail("/embeddings: a table's name is too long")
         tables = [Table(f, n) for n in names]
@@ -298,9 +321,13 @@ class Model:
             if ids.id.get_type().get_class() != h5py.h5t.INTEGER:
                 raise ModelError("ids dataset '%s' in %s holds %s values; ids must be integers"
                                  % (t.ids, name, "f32" if ids.dtype.itemsize == 4 else "f64"))
+            shape = "[%s]" % ", ".join(map(str, ids.shape))
             if ids.ndim > 2 or (ids.ndim == 2 and ids.shape[1] < 1):
-                raise ModelError("ids dataset '%s' in %s is [%s], not [N] or [N, k] with k >= 1"
-                                 % (t.ids, name, ", ".join(map(str, ids.shape))))
+                raise ModelError("ids dataset '%s' in %s is %s, not [N] or [N, k] with k >= 1"
+                                 % (t.ids, name, shape))
+            if ids.ndim == 2 and ids.shape[1] > MAX_BAG:  # before anything is read: a file may claim any shape
+                raise ModelError("ids dataset '%s' in %s is %s: bags of more than %d ids per sample are "
+                                 "not supported" % (t.ids, name, shape, MAX_BAG))
             if len(ids) != len(x):
                 raise ModelError("ids dataset '%s' in %s has %d rows but the features have %d"
                                  % (t.ids, name, len(ids), len(x)))
@@ -367,6 +394,9 @@ def _data(d, name, path):
         raise ModelError("dataset '%s' in '%s' keeps its data outside the file" % (path, name))
     if ds.id.get_type().get_class() not in (h5py.h5t.INTEGER, h5py.h5t.FLOAT) or not 1 <= ds.ndim <= MAX_DIMS:
         raise ModelError("dataset '%s' in '%s' must be numeric with 1 to %d dimensions" % (path, name, MAX_DIMS))
+    if int(np.prod([float(v) for v in ds.shape])) > MAX_ELEMENTS:
+        raise ModelError("dataset '%s' in '%s' is [%s], more than 2^60 elements (a file may claim any shape; "
+                         "cairn reads at most that)" % (path, name, ", ".join(map(str, ds.shape))))
     return ds
 
 

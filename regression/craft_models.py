@@ -281,7 +281,31 @@ def _(f):
     replace(f, "layers/0/W", shape=w.shape, dtype="f4", external=[(os.path.basename(raw), 0, w.nbytes)])
 
 
+@case("layers_u64", "attribute 'layers' is 18446744073709551615, outside [1, 64]")  # named as stored
+def _(f):
+    set_attr(f, "layers", np.uint64(2**64 - 1))
+
+
+@case("table_name_bytes", "/embeddings: the table name 'us\\xffer\\x1b[31m' is not printable UTF-8")
+def _(f):
+    f["embeddings"].move("user", b"us\xffer\x1b[31m")
+
+
 # ---- data files, for the Python loader's checks of them ----
+@case("ids_wide", "ids dataset 'user' in ids_wide.data.h5 is [400, 70000]: bags of more than 65536 ids per "
+      "sample are not supported", data="wide")
+def _(d):
+    del d["user"]  # a header that claims the bags, no data (a chunked dataset stores nothing yet)
+    d.create_dataset("user", shape=(len(d["labels"]), 70000), dtype="i8", chunks=(1, 1000))
+
+
+@case("ids_huge", "dataset 'user' in 'ids_huge.data.h5' is [2305843009213693952], more than 2^60 elements",
+      data="huge")
+def _(d):
+    del d["user"]
+    d.create_dataset("user", shape=(2**61,), dtype="i8", chunks=(1024,))
+
+
 @case("ids_bool", "dataset 'user' in 'ids_bool.data.h5' must be numeric with 1 to 8 dimensions", data="bool")
 def _(d):
     replace(d, "user", d["user"][()] > 0)

@@ -18,16 +18,16 @@ int fsx_fsync_parent(const char *path);
  * once and used through its descriptor; the target, if it exists, must be a
  * regular file (a device, FIFO, socket, directory or symbolic link there is
  * refused with CAIRN_EINPUT, never replaced or written through); the
- * temporary NAME.tmp (or NAME.PID.tmp with FSX_UNIQUE) is created with
- * O_EXCL|O_NOFOLLOW after whatever had its name is unlinked (unlink never
- * follows a link), so no planted link is followed; commit fsyncs it,
- * checks that the temporary's name still holds the file it created and
+ * temporary NAME.tmp is created with O_EXCL|O_NOFOLLOW after whatever had
+ * its name is unlinked (unlink never follows a link), so no planted link
+ * is followed; commit fsyncs it, checks that the temporary's name still
+ * holds the file it created (of two writers of one output, the one whose
+ * temporary was taken over fails, and removes nothing of the other's) and
  * that the target is still regular or absent, renames, and fsyncs the
  * directory.  A crash leaves the old file or the new one, never a mix.
  * Not collective. */
 enum {
     FSX_PRIVATE = 1, /* mode 0600; else 0666 less the umask */
-    FSX_UNIQUE = 2,  /* NAME.PID.tmp: several processes may write NAME at once */
 };
 struct fsx_out {
     int dir, fd;       /* -1 when closed */
@@ -39,8 +39,8 @@ struct fsx_out {
     char tmp[4400];    /* the temporary's path, for writers that need one (HDF5, gnuplot) */
 };
 /* Check path's directory and target and create the temporary.  Errors:
- * CAIRN_EINPUT (the target is not a regular file; a name too long),
- * CAIRN_EIO (the directory or the temporary cannot be made). */
+ * CAIRN_EINPUT (the target is not a regular file, no such directory, a
+ * name too long), CAIRN_EIO (the temporary cannot be made). */
 int fsx_out_begin(struct fsx_out *o, const char *path, int flags);
 int fsx_out_write(struct fsx_out *o, const void *data, size_t len);
 /* fsync and close the temporary (commit does it if not done). */

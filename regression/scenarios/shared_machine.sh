@@ -69,6 +69,9 @@ run range-dev "$CAIRN" data range --out nulldev --count 10
 refused data-range/device range-dev "a device" nulldev
 run extract-link "$CAIRN" ckpt extract base/ckpt --blob ps/L0.b -o alink
 refused ckpt-extract/link extract-link "a symbolic link" alink
+run nodir "$CAIRN" predict base/model.h5 demo.h5 -o no/such/dir/p.h5
+expect_rc predict/no-directory/exit nodir 2
+expect_grep predict/no-directory/said nodir.err "cannot write no/such/dir/p.h5: no directory no/such/dir"
 ls ./*.tmp >/dev/null 2>&1 && fail outputs/no-temporary "left: $(ls ./*.tmp)" || pass outputs/no-temporary
 decoys_kept outputs
 
@@ -103,8 +106,16 @@ expect_rc plot/planted/exit plot-planted 0
 [ -f planted.png ] && [ ! -L planted.png ] && pass plot/planted/regular || fail plot/planted/regular "$(ls -l planted.png)"
 decoys_kept planted
 
+# an index is untrusted too: a name in it cannot drive the terminal
+mkdir -p esc/ckpt && printf '1\t0\tckpt-\033[31m.h5\t10\tok\n' >esc/ckpt/index
+run esc-ls "$CAIRN" ckpt ls esc/ckpt
+expect_rc ckpt-ls/escaped/exit esc-ls 0
+expect_grep ckpt-ls/escaped/shown esc-ls.out 'ckpt-\\x1b\[31m\.h5'
+grep -q $'\033' esc-ls.out && fail ckpt-ls/escaped/no-escape "an ESC byte reached stdout" || pass ckpt-ls/escaped/no-escape
+
 # ---- the node-local tier is private -------------------------------------------------------
-root=$(echo nodelocal/cairn-*)
+root=$(echo nodelocal/cairn-"$(id -u)"-*)
+[ -d "$root" ] && pass private/root-named-by-user || fail private/root-named-by-user "$(ls nodelocal)"
 expect_eq private/root-mode "$(stat -c %a "$root")" 700
 expect_eq private/dir-mode "$(stat -c %a "$root"/ckpt-e000001)" 700
 expect_eq private/part-modes "$(stat -c %a "$root"/ckpt-e000001/* | sort -u | xargs)" 600
@@ -119,7 +130,7 @@ killed() {
     rm -rf nodelocal
     CAIRN_FAULT=kill:write:1:2 mpi "$1-killed" 4 "${local_job[@]}" --run-dir "$1"
     expect_rc "$1/killed" "$1-killed" 137
-    root=$(echo nodelocal/cairn-*)
+    root=$(echo nodelocal/cairn-"$(id -u)"-*)
 }
 
 # refused_root TAG WHY: the rerun stops with exit 2 saying WHY, and loads nothing

@@ -484,8 +484,10 @@ static int ckpt_ls(const char *dir)
         bool take_local = j < local.n && (i == idx.n || local.v[j].epoch < idx.v[i].epoch ||
                                           (local.v[j].epoch == idx.v[i].epoch && local.v[j].step < idx.v[i].step));
         const struct ckpt_entry *e = take_local ? &local.v[j++] : &idx.v[i++];
+        char file[4 * sizeof e->file]; /* the index is untrusted: its names must not drive the terminal */
+        cairn_escape(file, sizeof file, e->file);
         printf("%lld\t%lld\t%s%s\t%lld\t%s\n", (long long)e->epoch, (long long)e->step,
-               take_local ? "local/" : "", e->file, (long long)e->bytes, e->ok ? "ok" : "bad");
+               take_local ? "local/" : "", file, (long long)e->bytes, e->ok ? "ok" : "bad");
     }
     ckpt_index_free(&idx);
     ckpt_index_free(&local);

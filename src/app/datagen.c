@@ -24,7 +24,7 @@ int datagen_range(const char *file, const char *dataset, int64_t start, int64_t 
     for (int64_t i = 0; i < count; i++) v[i] = start + i;
     h5_quiet();
     struct tensor t = {.dtype = DT_I64, .shape = {1, {count}}, .data = v};
-    CAIRN_CHECK(fsx_out_begin(&out, file, FSX_UNIQUE));
+    CAIRN_CHECK(fsx_out_begin(&out, file, 0));
     CAIRN_CHECK(h5_create_file(out.tmp, H5P_DEFAULT, &f));
     CAIRN_CHECK(h5_put_tensor(f, dataset, &t));
 cleanup:
@@ -161,7 +161,7 @@ int datagen_synth(MPI_Comm comm, const char *file, const struct datagen_spec *g)
     fapl = H5Pcreate(H5P_FILE_ACCESS);
     CAIRN_CHECK_H5(fapl);
     CAIRN_CHECK_H5(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL));
-    CAIRN_CHECK(coll_out_begin(comm, file, FSX_UNIQUE, &out)); /* FILE whole or as it was */
+    CAIRN_CHECK(coll_out_begin(comm, file, 0, &out)); /* FILE whole or as it was */
     h5_mpio_before_open(comm, out.tmp);
     iodefer_begin(out.tmp); /* a write failing on some ranks only must not split them */
     deferring = true;

@@ -263,7 +263,7 @@ static void panel(FILE *g, const struct run *runs, int n, const char *title, int
 static int draw(const struct run *runs, int n, const char *out, int w, int h)
 {
     struct fsx_out o;
-    int rc = fsx_out_begin(&o, out, FSX_UNIQUE);
+    int rc = fsx_out_begin(&o, out, 0);
     if (rc) return rc;
     signal(SIGPIPE, SIG_IGN); /* a gnuplot that is missing or quits: its status says why */
     FILE *g = popen("gnuplot >&2", "w");

@@ -88,7 +88,7 @@ static int split_path(struct fsx_out *o, const char *path, char *dir, size_t dir
     const char *name = slash ? slash + 1 : path;
     size_t dlen = slash ? (size_t)(slash - path) : 0;
     if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
-        return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "%s names no file", path);
+        return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "the output path '%s' names no file", path);
     if (snprintf(o->path, sizeof o->path, "%s", path) >= (int)sizeof o->path || dlen >= dir_size ||
         snprintf(o->name, sizeof o->name, "%s", name) >= (int)sizeof o->name)
         return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "path too long: %s", path);
@@ -125,11 +125,12 @@ int fsx_out_begin(struct fsx_out *o, const char *path, int flags)
     char dir[4096];
     *o = (struct fsx_out){.dir = -1, .fd = -1};
     CAIRN_CHECK(split_path(o, path, dir, sizeof dir));
-    int n = flags & FSX_UNIQUE ? snprintf(o->tmp_name, sizeof o->tmp_name, "%s.%ld.tmp", o->name, (long)getpid())
-                               : snprintf(o->tmp_name, sizeof o->tmp_name, "%s.tmp", o->name);
+    int n = snprintf(o->tmp_name, sizeof o->tmp_name, "%s.tmp", o->name);
     if (n < 0 || n >= (int)sizeof o->tmp_name || snprintf(o->tmp, sizeof o->tmp, "%s/%s", dir, o->tmp_name) >= (int)sizeof o->tmp)
         CAIRN_FAIL(CAIRN_EINPUT, "path too long: %s", path);
     o->dir = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (o->dir < 0 && (errno == ENOENT || errno == ENOTDIR)) /* a path the user gave */
+        CAIRN_FAIL(CAIRN_EINPUT, "cannot write %s: no directory %s", path, dir);
     CAIRN_CHECK_ERRNO(o->dir >= 0, CAIRN_EIO, "cannot open directory %s", dir);
     CAIRN_CHECK(target_ok(o->dir, o->name, path));
     /* a temporary left by a killed writer, or planted: its name is freed
@@ -199,8 +200,13 @@ int fsx_out_commit(struct fsx_out *o)
 
 void fsx_out_abort(struct fsx_out *o)
 {
+    struct stat st;
     if (o->fd >= 0) close(o->fd);
-    if (o->made && o->dir >= 0) unlinkat(o->dir, o->tmp_name, 0);
+    /* only the file this o made: another writer of the same output may
+     * have taken the name since (its commit then fails, not this one's) */
+    if (o->made && o->dir >= 0 && fstatat(o->dir, o->tmp_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        st.st_ino == o->ino && st.st_dev == o->dev)
+        unlinkat(o->dir, o->tmp_name, 0);
     if (o->dir >= 0) close(o->dir);
     o->fd = o->dir = -1;
     o->made = false;

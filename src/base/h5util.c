@@ -298,6 +298,13 @@ int h5_attr_get_i64(hid_t obj, const char *name, int64_t lo, int64_t hi, int cod
     CAIRN_CHECK(attr_open(obj, name, H5T_INTEGER, code, &a, &t));
     if (H5Tget_size(t) > 8) /* HDF5 clamps what does not fit; the range check catches it */
         CAIRN_FAIL(code, "attribute '%s' is not a 64-bit signed integer", name);
+    if (H5Tget_sign(t) == H5T_SGN_NONE && H5Tget_size(t) == 8) { /* named as stored, not clamped */
+        uint64_t u = 0;
+        CAIRN_CHECK_H5(H5Aread(a, H5T_NATIVE_UINT64, &u));
+        if (u > (uint64_t)INT64_MAX)
+            CAIRN_FAIL(code, "attribute '%s' is %llu, outside [%lld, %lld]", name, (unsigned long long)u,
+                       (long long)lo, (long long)hi);
+    }
     CAIRN_CHECK_H5(H5Aread(a, H5T_NATIVE_INT64, v));
     if (*v < lo || *v > hi)
         CAIRN_FAIL(code, "attribute '%s' is %lld, outside [%lld, %lld]", name,

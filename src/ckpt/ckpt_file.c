@@ -1351,7 +1351,10 @@ int ckpt_file_verify(const char *path, const char *settings, FILE *out)
         CAIRN_CHECK(dataset_sum(f, e, &sum));
         if (sum != e->stored)
             CAIRN_FAIL(CAIRN_ECORRUPT, "%s: /groups/%s/%s: checksum mismatch", path, e->group, e->blob);
-        if (out) fprintf(out, "ok\t/groups/%s/%s\n", e->group, e->blob);
+        char name[300], shown[4 * sizeof name]; /* names from the untrusted file, escaped */
+        snprintf(name, sizeof name, "/groups/%s/%s", e->group, e->blob);
+        cairn_escape(shown, sizeof shown, name);
+        if (out) fprintf(out, "ok\t%s\n", shown);
     }
 cleanup:
     if (f >= 0) H5Fclose(f);
@@ -1419,7 +1422,7 @@ int ckpt_file_extract(const char *path, const char *const *blobs, int n, const c
     struct contents c = {0};
     h5_quiet();
     CAIRN_CHECK(open_checked(path, H5P_DEFAULT, &f, &c));
-    CAIRN_CHECK(fsx_out_begin(&out, to, FSX_UNIQUE));
+    CAIRN_CHECK(fsx_out_begin(&out, to, 0));
     CAIRN_CHECK(h5_create_file(out.tmp, H5P_DEFAULT, &o));
     CAIRN_CHECK(copy_attrs(f, o, &c));
     for (int i = 0; i < n; i++) CAIRN_CHECK(extract_one(f, &c, o, blobs[i]));

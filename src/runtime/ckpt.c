@@ -470,7 +470,9 @@ static int open_local(struct ckpt_mgr *c)
     CAIRN_CHECK(coll_agree(world(c), rc));
     CAIRN_CHECK_MPI(MPI_Bcast(key, sizeof key, MPI_CHAR, 0, world(c)));
     CAIRN_CHECK(fsx_join(c->local_dir, sizeof c->local_dir, c->dir, "local"));
-    int n = snprintf(c->local_root, sizeof c->local_root, "%s/cairn-%s", c->spec->local, key);
+    /* the user's id in the name: users who share a checkpoint directory get
+     * trees of their own, each private (see fsx_private_dir) */
+    int n = snprintf(c->local_root, sizeof c->local_root, "%s/cairn-%u-%s", c->spec->local, (unsigned)geteuid(), key);
     if (n < 0 || (size_t)n >= sizeof c->local_root)
         CAIRN_FAIL(CAIRN_EINPUT, "checkpoint.local: path too long: %s", c->spec->local);
     /* the tree holds the model and optimizer state, often in /dev/shm:

@@ -318,6 +318,10 @@ static int read_tables(struct infer_model *m, hid_t f)
         ssize_t n = H5Lget_name_by_idx(emb, ".", H5_INDEX_NAME, H5_ITER_INC, i, name, sizeof name, H5P_DEFAULT);
         CAIRN_CHECK_H5(n);
         if (n >= (ssize_t)sizeof name) CAIRN_FAIL(CAIRN_EINPUT, "/embeddings: a table's name is too long");
+        char shown[4 * MAX_NAME];
+        cairn_escape(shown, sizeof shown, name); /* a name is printed: it must print as itself */
+        if (strcmp(shown, name) != 0)
+            CAIRN_FAIL(CAIRN_EINPUT, "/embeddings: the table name '%s' is not printable UTF-8", name);
         CAIRN_CHECK(read_table(m, f, name, &m->tab[m->n_tables++]));
     }
     CAIRN_CHECK(order_tables(m));
@@ -590,7 +594,7 @@ struct run {
     int32_t *pred;
     int *count, *at; /* the gathers' */
     double *all;     /* rank 0: what they gather */
-    struct fsx_out out; /* the predictions file until it is whole (OUT.<rank 0's pid>.tmp) */
+    struct fsx_out out; /* the predictions file until it is whole (OUT.tmp) */
     hid_t f, d_out, d_pred, dxpl;
 };
 
@@ -785,7 +789,7 @@ int infer_run(MPI_Comm comm, const struct infer_model *m, const struct infer_opt
     MPI_Comm_size(comm, &x.size);
     CAIRN_CHECK(coll_agree(comm, run_setup(&x, r)));
     if (o->out) {
-        CAIRN_CHECK(coll_out_begin(comm, o->out, FSX_UNIQUE, &x.out));
+        CAIRN_CHECK(coll_out_begin(comm, o->out, 0, &x.out));
         h5_quiet();
         iodefer_begin(x.out.tmp); /* a write failing on some ranks only must not split them */
         deferring = true;

@@ -285,7 +285,7 @@ static int ref_write(struct ref *r, const char *out)
     hid_t f = H5I_INVALID_HID;
     struct fsx_out o = {.dir = -1, .fd = -1};
     h5_quiet();
-    CAIRN_CHECK(fsx_out_begin(&o, out, FSX_UNIQUE));
+    CAIRN_CHECK(fsx_out_begin(&o, out, 0));
     CAIRN_CHECK(h5_create_file(o.tmp, H5P_DEFAULT, &f));
     for (int k = 0; k < 2 * r->L; k++) {
         char name[64];

@@ -26,9 +26,10 @@
 
 #include "cairn/coll.h"
 #include "cairn/error.h"
-#include "cairn/fsx.h"
 #include "cairn/exec.h"
+#include "cairn/fsx.h"
 #include "cairn/h5util.h"
+#include "cairn/iodefer.h"
 #include "cairn/layout.h"
 #include "cairn/model.h"
 #include "cairn/op.h"
@@ -574,12 +575,17 @@ static int dump_grads(struct trainer *t)
     int rc = 0, K = n_params(t);
     hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID, d = H5I_INVALID_HID;
     struct fsx_out out = {.dir = -1, .fd = -1};
+    bool deferring = false;
+    int me = 0;
+    MPI_Comm_rank(t->group, &me);
     t->grads_dumped = true;
     h5_quiet();
+    CAIRN_CHECK(coll_out_begin(t->group, t->spec->debug_grads, 0, &out));
+    iodefer_begin(out.tmp); /* a write failing on some ranks only must not split them */
+    deferring = true;
     fapl = H5Pcreate(H5P_FILE_ACCESS);
     CAIRN_CHECK_H5(fapl);
     CAIRN_CHECK_H5(H5Pset_fapl_mpio(fapl, t->group, MPI_INFO_NULL));
-    CAIRN_CHECK(coll_out_begin(t->group, t->spec->debug_grads, 0, &out));
     h5_mpio_before_open(t->group, out.tmp);
     CAIRN_CHECK(h5_create_file(out.tmp, fapl, &f));
     for (int k = 0; k < K; k++) {
@@ -599,7 +605,13 @@ cleanup:
     if (d >= 0) H5Dclose(d);
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
     if (fapl >= 0) H5Pclose(fapl);
-    if (rc == 0 && out.dir >= 0) rc = fsx_out_commit(&out); /* the group's rank 0, which made it */
+    if (deferring) {
+        int e = iodefer_end();
+        rc = rc ? rc : e;
+        /* renamed once every shard wrote its rows, by the rank that made it */
+        rc = coll_agree(t->group, rc);
+        if (rc == 0) rc = coll_agree(t->group, me == 0 ? fsx_out_commit(&out) : 0);
+    }
     fsx_out_abort(&out);
     return rc;
 }
