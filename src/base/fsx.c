@@ -44,18 +44,26 @@ cleanup:
     return rc;
 }
 
-int fsx_fsync_path(const char *path)
+/* fsync and close *fd (path names it), each checked; *fd is -1 after,
+ * whatever happened. */
+static int sync_close(int *fd, const char *path)
 {
     int rc = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    CAIRN_CHECK_ERRNO(fd >= 0, CAIRN_EIO, "cannot open %s", path);
-    CAIRN_CHECK_ERRNO(fsync(fd) == 0, CAIRN_EIO, "cannot fsync %s", path);
-    int c = close(fd);
-    fd = -1;
+    CAIRN_CHECK_ERRNO(fsync(*fd) == 0, CAIRN_EIO, "cannot fsync %s", path);
+    int c = close(*fd);
+    *fd = -1;
     CAIRN_CHECK_ERRNO(c == 0, CAIRN_EIO, "cannot close %s", path);
 cleanup:
-    if (fd >= 0) close(fd);
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
     return rc;
+}
+
+int fsx_fsync_path(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot open %s", path);
+    return sync_close(&fd, path);
 }
 
 int fsx_fsync_parent(const char *path)
@@ -158,14 +166,7 @@ int fsx_out_write(struct fsx_out *o, const void *data, size_t len)
 
 int fsx_out_sync(struct fsx_out *o)
 {
-    int rc = 0;
-    if (o->fd < 0) return 0;
-    CAIRN_CHECK_ERRNO(fsync(o->fd) == 0, CAIRN_EIO, "cannot fsync %s", o->tmp);
-    int c = close(o->fd);
-    o->fd = -1;
-    CAIRN_CHECK_ERRNO(c == 0, CAIRN_EIO, "cannot close %s", o->tmp);
-cleanup:
-    return rc;
+    return o->fd < 0 ? 0 : sync_close(&o->fd, o->tmp);
 }
 
 /* Rename tmp_name over name in dir, both checked first, and fsync dir.
@@ -241,10 +242,7 @@ int fsx_write_new(const char *path, const void *data, size_t len)
     int rc = 0, fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
     CAIRN_CHECK_ERRNO(fd >= 0, CAIRN_EIO, "cannot create %s", path);
     CAIRN_CHECK(fsx_write_fd(fd, data, len, path));
-    CAIRN_CHECK_ERRNO(fsync(fd) == 0, CAIRN_EIO, "cannot fsync %s", path);
-    int c = close(fd);
-    fd = -1;
-    CAIRN_CHECK_ERRNO(c == 0, CAIRN_EIO, "cannot close %s", path);
+    rc = sync_close(&fd, path);
 cleanup:
     if (fd >= 0) close(fd);
     return rc;
