@@ -7,6 +7,7 @@
 # one wait and say so, and a preemption then finishes it before its own
 # save; a writer stuck for good is ended by the watchdog; debug.grads is
 # refused beside background saves.
+# check: alone (watchdog timeouts of a few seconds)
 . "$(dirname "$0")/../lib.sh"
 enter
 T_TIMEOUT=120

@@ -10,6 +10,7 @@
 # epoch 1 and ends like an uninterrupted run.  Either way no committed
 # checkpoint changes and nothing unfinished is left or listed.  No case
 # may hang: each runs under the scenario timeout.
+# check: alone (watchdog timeouts of a few seconds)
 . "$(dirname "$0")/../lib.sh"
 enter
 counter_data

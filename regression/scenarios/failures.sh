@@ -1,6 +1,7 @@
 # Runtime failures stop every rank promptly with exit 3 and a message that
 # names the rank, the task and the op; input problems found at start-up
 # exit 2 with FILE:LINE from rank 0 only.
+# check: alone (watchdog timeouts of a few seconds)
 . "$(dirname "$0")/../lib.sh"
 enter
 counter_data

@@ -8,6 +8,7 @@
 #
 # Slurm holds a requeued job back for cred_expire + 1 s (about 12 s here),
 # so that the old run has surely ended; the waits below are that long.
+# check: alone (Slurm daemons and signals on their schedule)
 . "$(dirname "$0")/../lib.sh"
 if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
     echo "skip - $T_NAME: slurmctld or munged is not installed (make deps installs them)"
