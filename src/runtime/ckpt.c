@@ -844,7 +844,8 @@ static int local_unusable(struct ckpt_mgr *c, const struct candidate *k)
 /* Rank 0, at a resume: the state is right whatever the kernel, but the
  * rest of the run computes on other kernels than the checkpoint's and is
  * not bitwise the uninterrupted run (blas_kernel.h).  theirs: the
- * checkpoint's text, "" if it has none (older files, node-local tier). */
+ * checkpoint's text, "" if it has none (files and manifests of earlier
+ * versions). */
 static void kernels_changed(const struct ckpt_mgr *c, const char *theirs)
 {
     char ours[sizeof((struct ckpt_io *)0)->blas_kernels], core[BLAS_CORE_MAX];
