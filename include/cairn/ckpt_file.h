@@ -4,7 +4,9 @@
  *   /                      attributes format_version, job_name, digest,
  *                          settings, epoch, step, done, seed, world_size,
  *                          layout, cairn_version,
- *                          checksum_alg
+ *                          checksum_alg; blas_kernels when the
+ *                          writer gave it (not checked, not in the
+ *                          metadata checksum: older files lack it)
  *   /groups/GROUP          attributes ranks, first_rank
  *   /groups/GROUP/BLOB     one dataset per blob init created, with
  *                          attributes dist and checksum:
@@ -46,6 +48,9 @@ struct ckpt_view {
     /* a save's file layout (checkpoint.stripe_count, stripe_size, align;
      * job.h): MPI-IO striping hints, and where the datasets start */
     int64_t stripe_count, stripe_size, align;
+    /* optional: the BLAS kernels the ranks run (blas_kernel.h), written as
+     * attribute blas_kernels: the same text on every rank */
+    const char *blas_kernels;
     /* optional: called at the fault points of a save (fault.h) */
     void (*fault)(void *arg, const char *point, int64_t epoch, const char *dir);
     void *fault_arg;
@@ -64,6 +69,7 @@ struct ckpt_io {
     uint64_t bytes;
     char layout_change[256]; /* a read: "world 6 -> 4 ranks, ps 4 -> 2", "" if none */
     bool unreserved;         /* a write, rank 0: the file system could not reserve its space */
+    char blas_kernels[1024]; /* a read: the file's blas_kernels (truncated), "" if it has none */
 };
 
 /* The state-defining settings of a plan, one "key=value" per line: the

@@ -41,6 +41,7 @@ struct ckpt_local_manifest {
     char identity[17]; /* ckpt_local_identity of the run that wrote it */
     int world;
     struct ckpt_local_part *parts; /* world entries */
+    char blas_kernels[1024]; /* the writer's BLAS kernels (blas_kernel.h); "" if it named none */
 };
 
 /* The state a part must match: settings, group layout and world size,

@@ -17,7 +17,9 @@ int datagen_range(const char *file, const char *dataset, int64_t start, int64_t 
  * DATAGEN_LATENT N(0, 1) values; the label is the argmax of a random
  * teacher network (hidden tanh units -> classes) given the features and
  * the mean latent vector of each bag.  Every value is keyed by (seed, row,
- * column), so the file is the same for any number of ranks.  Collective on
+ * column), so the file is the same for any number of ranks; a bag's length
+ * and its ids come from streams of their own, the ids keyed by (row, place
+ * in the bag) whatever k, so k changes the lengths but no id.  Collective on
  * comm: each rank computes and writes its block of rows (parallel HDF5). */
 enum { DATAGEN_MAX_TABLES = 8, DATAGEN_LATENT = 4, DATAGEN_MAX_BAG = 64 };
 struct datagen_table {

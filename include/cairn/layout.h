@@ -4,6 +4,7 @@
 #ifndef CAIRN_LAYOUT_H
 #define CAIRN_LAYOUT_H
 
+#include "cairn/blas_kernel.h"
 #include "cairn/placement.h"
 
 #include <mpi.h>
@@ -19,6 +20,8 @@ struct layout {
     int n_lanes;
     char host[PLACEMENT_HOST_MAX];
     char (*hosts)[PLACEMENT_HOST_MAX]; /* every rank's host, by world rank */
+    struct blas_kernel *kernels; /* every rank's BLAS kernel, by world rank */
+    char *kernels_text;          /* blas_kernels_text of them, without hosts */
     /* the communicators each plan extension asked for (ext.h): exts[e].comms[i],
      * MPI_COMM_NULL where this rank is no member */
     struct layout_ext {

@@ -27,6 +27,9 @@ void placement_nodes_free(struct placement_nodes *pn);
  * world rank r's host, for r < p->nranks.  Returns 0 or CAIRN_ENOMEM. */
 int placement_text(const struct plan *p, const char (*hosts)[PLACEMENT_HOST_MAX], const char *sep,
                    struct strbuf *b);
+/* Append the sorted ranks v[0..n) as runs: "0-3,5,7-8" ("1,2" for a run
+ * of two). */
+void placement_ranges(struct strbuf *b, const int *v, int n);
 /* hosts[r] = "node<r / per_node + 1>" for r < p->nranks: a block placement.
  * Returns a calloc'd array or NULL. */
 char (*placement_block(const struct plan *p, int per_node))[PLACEMENT_HOST_MAX];

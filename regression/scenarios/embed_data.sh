@@ -31,6 +31,28 @@ assert 0.3 < y.mean() < 0.7, y.mean()
 print("ok")')
 expect_eq synth/ids "$got" ok
 
+# a bag's length and its ids come from separate streams (issue 36: they
+# shared counters): bags of up to 5 instead of 3 change the lengths but
+# keep every id both have; another Zipf exponent changes the ids but not
+# the lengths
+for v in k3:3:1.1 k5:5:1.1 z2:3:2.0; do
+    IFS=: read -r tag k z <<<"$v"
+    mpi "$tag" 2 data synth --out "$tag.h5" --samples 2000 --features 2 --classes 2 --seed 3 \
+        --table item:5000:"$k" --zipf "$z"
+    expect_rc "streams/$tag/rc" "$tag" 0
+done
+expect_eq synth/streams "$(py '
+import h5py, numpy as np
+a, b, z = (h5py.File(n + ".h5", "r")["item"][()] for n in ("k3", "k5", "z2"))
+la, lb, lz = ((x >= 0).sum(1) for x in (a, b, z))
+both = np.arange(3)[None, :] < np.minimum(la, lb)[:, None]
+bad = []
+if not (a[both] == b[:, :3][both]).all(): bad.append("ids differ with K: %d of %d" % ((a[both] != b[:, :3][both]).sum(), both.sum()))
+if (la == lb).all() or lb.max() != 5: bad.append("K did not change the lengths")
+if not (la == lz).all(): bad.append("the exponent changed %d lengths" % (la != lz).sum())
+if (a[a >= 0] == z[z >= 0]).all(): bad.append("the exponent changed no id")
+print("; ".join(bad) or "ok")')" ok
+
 # without tables, the file is the one earlier versions wrote (its bytes are
 # pinned by the demo's documented results): no ids datasets appear
 mpi plain 1 data synth --out p.h5 --samples 100 --features 5 --classes 2 --seed 3

@@ -144,6 +144,9 @@ grads() { # TAG RANKS SETTINGS...: debug.grads of a one-epoch run, compared with
 grads R1S1P2 3
 grads R2S2P3 7 replicas=2 pipeline.stages=2 ps.shards=3
 grads R4S1P1 5 replicas=4 ps.shards=1
+# one step per epoch: the first step is also the epoch's last, whose
+# settle applies the push; the dump still holds its rows (issue 36)
+grads last-step 6 replicas=2 ps.shards=3 steps_per_epoch=1
 expect_eq grads/rows-touched "$(py 'import h5py, numpy as np
 f = h5py.File("ref.h5", "r")
 for t in ("user", "item"):

@@ -3,6 +3,7 @@
 #include "cli_priv.h"
 
 #include "cairn/analyze.h"
+#include "cairn/blas_kernel.h"
 #include "cairn/ckpt_file.h"
 #include "cairn/ckpt_index.h"
 #include "cairn/config.h"
@@ -934,7 +935,12 @@ int cairn_main(int argc, char **argv)
         return CAIRN_EXIT_OK;
     }
     if (strcmp(cmd, "--version") == 0) {
-        printf("cairn %s\n", CAIRN_VERSION);
+        struct blas_kernel k;
+        struct strbuf b = {0};
+        blas_kernel_get(&k); /* this node's: a run's ranks should all show the same */
+        blas_kernel_name(&k, &b);
+        printf("cairn %s\nBLAS kernel: %s\n", CAIRN_VERSION, strbuf_str(&b));
+        strbuf_free(&b);
         return CAIRN_EXIT_OK;
     }
     if (strcmp(cmd, "run") == 0) return cmd_run(argc - 1, argv + 1);

@@ -113,11 +113,14 @@ static int synth_rows(const struct teacher *t, const struct datagen_spec *g, int
         }
         for (int c = 0; c < g->n_tables; c++) {
             int64_t k = g->tables[c].k, *bag = ids[c] + r * k, row = lo + r;
-            int64_t len = 1 + (int64_t)(rng_u64(seed, RNG_STREAM_SYNTH_IDS(c), 2 * (uint64_t)row) % (uint64_t)k);
+            /* lengths and ids on streams of their own (a Zipf draw spans 64
+             * counters), the ids keyed by (row, place in bag) whatever k */
+            int64_t len = 1 + (int64_t)(rng_u64(seed, RNG_STREAM_SYNTH_BAGLEN(c), (uint64_t)row) % (uint64_t)k);
             float *lat = in + d + c * DATAGEN_LATENT;
             for (int j = 0; j < DATAGEN_LATENT; j++) lat[j] = 0;
             for (int64_t i = 0; i < k; i++) {
-                bag[i] = i < len ? rng_zipf(&z[c], seed, RNG_STREAM_SYNTH_IDS(c), 2 * (uint64_t)(row * k + i) + 1) - 1 : -1;
+                uint64_t at = (uint64_t)row * DATAGEN_MAX_BAG + (uint64_t)i;
+                bag[i] = i < len ? rng_zipf(&z[c], seed, RNG_STREAM_SYNTH_IDS(c), at) - 1 : -1;
                 for (int j = 0; i < len && j < DATAGEN_LATENT; j++)
                     lat[j] += (float)(rng_normal(seed, RNG_STREAM_SYNTH_LATENT(c), (uint64_t)(bag[i] * DATAGEN_LATENT + j)) / (double)len);
             }

@@ -729,6 +729,7 @@ static int write_root_attrs(const struct ckpt_view *v, hid_t f, const struct con
     CAIRN_CHECK(h5_attr_put_str(f, "layout", strbuf_str(&lay)));
     CAIRN_CHECK(h5_attr_put_str(f, "cairn_version", CAIRN_VERSION));
     CAIRN_CHECK(h5_attr_put_str(f, "checksum_alg", CAIRN_CHECKSUM_NAME));
+    if (v->blas_kernels) CAIRN_CHECK(h5_attr_put_str(f, "blas_kernels", v->blas_kernels));
 cleanup:
     strbuf_free(&lay);
     return rc;
@@ -1228,6 +1229,17 @@ cleanup:
     return rc;
 }
 
+/* The optional blas_kernels attribute into out: "" if absent, "?" if
+ * unreadable (it only informs: no reason to refuse the state). */
+static void read_kernels(hid_t f, char *out, size_t size)
+{
+    char *s = NULL;
+    out[0] = '\0';
+    if (H5Aexists(f, "blas_kernels") <= 0) return;
+    snprintf(out, size, "%s", attr_get_str(f, "blas_kernels", &s) == 0 ? s : "?");
+    free(s);
+}
+
 /* How the file's world and group sizes differ from the plan's. */
 static void layout_change(const struct contents *c, const struct plan *p, char *out, size_t size)
 {
@@ -1267,6 +1279,7 @@ int ckpt_file_read(const struct ckpt_view *v, const char *path, struct ckpt_meta
     rc = open_checked(path, fapl, &f, &c);
     if (rc == 0) rc = check_settings(&c, path, strbuf_str(&ours));
     if (rc == 0 && c.n != n) rc = cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__, "%s: %d blobs, the plan has %d", path, c.n, n);
+    if (rc == 0) read_kernels(f, io->blas_kernels, sizeof io->blas_kernels);
     CAIRN_CHECK(coll_agree(v->comm, rc)); /* leave together: the loop below has group collectives */
     *m = c.meta;
     layout_change(&c, v->plan, io->layout_change, sizeof io->layout_change);

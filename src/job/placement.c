@@ -21,8 +21,7 @@ static int host_then_rank(const void *a, const void *b)
     return c ? c : (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-/* Append "a-b" runs of the sorted ranks v[0..n). */
-static void add_ranges(struct strbuf *b, const int *v, int n)
+void placement_ranges(struct strbuf *b, const int *v, int n)
 {
     for (int i = 0; i < n;) {
         int j = i;
@@ -38,7 +37,7 @@ static void add_node(struct strbuf *b, const struct plan *p, const char *host, c
                      char *seen)
 {
     strbuf_addf(b, "%s: rank%s ", host, n > 1 ? "s" : "");
-    add_ranges(b, v, n);
+    placement_ranges(b, v, n);
     memset(seen, 0, (size_t)p->n_groups + 1);
     for (int i = 0; i < n; i++) seen[plan_group_of_rank(p, v[i]) + 1] = 1;
     strbuf_add(b, " (");

@@ -1,6 +1,7 @@
 /* The checkpoint manager; see include/cairn/ckpt.h. */
 #include "cairn/ckpt.h"
 
+#include "cairn/blas_kernel.h"
 #include "cairn/ckpt_bg.h"
 #include "cairn/ckpt_file.h"
 #include "cairn/ckpt_index.h"
@@ -128,7 +129,8 @@ static int make_view(const struct ckpt_mgr *c, struct ckpt_view *v, struct tenso
                             .group_comm = l->gid >= 0 ? l->lanes[0] : MPI_COMM_NULL,
                             .group_rank = l->grank, .group_size = l->gsize, .tensors = *tensors,
                             .stripe_count = c->spec->stripe_count, .stripe_size = c->spec->stripe_size,
-                            .align = c->spec->align, .fault = fault_hook, .fault_arg = (void *)c};
+                            .align = c->spec->align, .blas_kernels = l->kernels_text,
+                            .fault = fault_hook, .fault_arg = (void *)c};
     return *tensors ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
 }
 
@@ -811,6 +813,7 @@ static int local_read(struct ckpt_mgr *c, const char *path, struct ckpt_meta *m,
                                 who, who_size));
     watchdog_progress(lane);
     *m = man.meta;
+    snprintf(io->blas_kernels, sizeof io->blas_kernels, "%s", man.blas_kernels);
     for (int b = 0; l->gid >= 0 && b < c->rt->plan->groups[l->gid].n_blobs; b++)
         if (c->rt->plan->groups[l->gid].blobs[b].persistent) c->rt->ws->v[b].defined = true;
 cleanup:
@@ -836,6 +839,24 @@ static int local_unusable(struct ckpt_mgr *c, const struct candidate *k)
     mrc = mark_bad_in(c->local_dir, k->epoch, k->step);
     loading_done(c);
     return coll_agree(world(c), mrc);
+}
+
+/* Rank 0, at a resume: the state is right whatever the kernel, but the
+ * rest of the run computes on other kernels than the checkpoint's and is
+ * not bitwise the uninterrupted run (blas_kernel.h).  theirs: the
+ * checkpoint's text, "" if it has none (files and manifests of earlier
+ * versions). */
+static void kernels_changed(const struct ckpt_mgr *c, const char *theirs)
+{
+    char ours[sizeof((struct ckpt_io *)0)->blas_kernels], core[BLAS_CORE_MAX];
+    snprintf(ours, sizeof ours, "%s", c->rt->layout->kernels_text); /* truncated as theirs is */
+    if (!theirs[0] || strcmp(theirs, ours) == 0) return;
+    blas_kernels_core(theirs, core);
+    runlog_line(c->rt->log, "warning: the checkpoint was written on BLAS kernel%s %s, this run runs %s: "
+                            "the results stay correct but are not bitwise equal to a run that was never "
+                            "interrupted%s%s%s",
+                core[0] ? "" : "s", theirs, ours, core[0] ? " (OPENBLAS_CORETYPE=" : "", core,
+                core[0] ? " in every rank's environment runs the checkpoint's kernel)" : "");
 }
 
 int ckpt_resume(struct ckpt_mgr *c, struct ckpt_meta *m, bool *resumed)
@@ -879,6 +900,7 @@ int ckpt_resume(struct ckpt_mgr *c, struct ckpt_meta *m, bool *resumed)
             *resumed = true;
             CAIRN_CHECK(report_io(c, world(c), k.local ? "loaded (node-local)" : "loaded",
                                 k.local ? "ckpt_local_load" : "ckpt_load", k.file, m, &io, clock_now() - t0));
+            if (is_root(c)) kernels_changed(c, io.blas_kernels);
             if (is_root(c) && io.layout_change[0])
                 runlog_line(c->rt->log, "layout changed since that checkpoint: %s; sharded state re-split",
                             io.layout_change);
@@ -1096,6 +1118,7 @@ static int commit_local(struct ckpt_mgr *c, const char *name, const struct ckpt_
     struct ckpt_index idx = {0}, gone = {0};
     bool listed = false, wrote = false;
     struct ckpt_local_manifest man = {.meta = *m, .world = c->rt->layout->size, .parts = parts};
+    snprintf(man.blas_kernels, sizeof man.blas_kernels, "%s", c->rt->layout->kernels_text);
     struct ckpt_entry e = {.epoch = m->epoch, .step = m->step, .ok = true};
     snprintf(e.file, sizeof e.file, "%s", name);
     for (int r = 0; r < man.world; r++) e.bytes += (int64_t)parts[r].bytes;

@@ -757,6 +757,8 @@ int ckpt_local_manifest_write(const char *path, const struct ckpt_local_manifest
     for (int r = 0; r < man->world; r++)
         strbuf_addf(&b, "part %d %llu %016llx\n", r, (unsigned long long)man->parts[r].bytes,
                     (unsigned long long)man->parts[r].sum);
+    if (man->blas_kernels[0] && !strchr(man->blas_kernels, '\n')) /* optional: older manifests lack it */
+        strbuf_addf(&b, "blas %s\n", man->blas_kernels);
     int rc = strbuf_finish(&b);
     if (rc == 0) rc = fsx_write_atomic(path, strbuf_str(&b), b.len, 0);
     strbuf_free(&b);
@@ -814,7 +816,12 @@ int ckpt_local_manifest_read(const char *path, struct ckpt_local_manifest *man)
             BAD();
         man->parts[r] = (struct ckpt_local_part){.bytes = bytes, .sum = sum};
     }
-    if (++line, next_line(&at)) BAD();
+    s = next_line(&at);
+    if (s && strncmp(s, "blas ", 5) == 0) {
+        snprintf(man->blas_kernels, sizeof man->blas_kernels, "%s", s + 5);
+        ++line, s = next_line(&at);
+    }
+    if (++line, s) BAD();
 #undef BAD
 cleanup:
     free(text);

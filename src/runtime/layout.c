@@ -4,10 +4,12 @@
 #include "cairn/error.h"
 #include "cairn/ext.h"
 #include "cairn/plan.h"
+#include "cairn/strbuf.h"
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static int make_lanes(struct layout *l, const struct group *g)
@@ -64,6 +66,23 @@ cleanup:
     return rc;
 }
 
+/* Every rank's BLAS kernel, and their text (the same on every rank). */
+static int gather_kernels(struct layout *l)
+{
+    int rc = 0;
+    struct blas_kernel mine;
+    struct strbuf b = {0};
+    blas_kernel_get(&mine);
+    l->kernels = calloc((size_t)l->size, sizeof *l->kernels);
+    CAIRN_CHECK_ALLOC(l->kernels);
+    CAIRN_CHECK_MPI(MPI_Allgather(&mine, sizeof mine, MPI_BYTE, l->kernels, sizeof mine, MPI_BYTE, l->world));
+    CAIRN_CHECK(blas_kernels_text(l->kernels, l->size, NULL, &b));
+    CAIRN_CHECK_ALLOC(l->kernels_text = strdup(strbuf_str(&b)));
+cleanup:
+    strbuf_free(&b);
+    return rc;
+}
+
 int layout_create(MPI_Comm world, const struct plan *p, struct layout **out)
 {
     int rc = 0;
@@ -79,6 +98,7 @@ int layout_create(MPI_Comm world, const struct plan *p, struct layout **out)
     CAIRN_CHECK_ALLOC(l->hosts);
     CAIRN_CHECK_MPI(MPI_Allgather(l->host, sizeof l->host, MPI_CHAR, l->hosts, sizeof l->host,
                                   MPI_CHAR, l->world));
+    CAIRN_CHECK(gather_kernels(l));
     l->gid = plan_group_of_rank(p, l->rank);
     if (l->gid >= 0) {
         CAIRN_CHECK(make_lanes(l, &p->groups[l->gid]));
@@ -109,6 +129,8 @@ void layout_destroy(struct layout **lp)
     free(l->exts);
     if (l->world != MPI_COMM_NULL) MPI_Comm_free(&l->world);
     free(l->hosts);
+    free(l->kernels);
+    free(l->kernels_text);
     free(l);
     *lp = NULL;
 }

@@ -1,6 +1,7 @@
 /* The job runner; see include/cairn/runner.h. */
 #include "cairn/runner.h"
 
+#include "cairn/blas_kernel.h"
 #include "cairn/ckpt.h"
 #include "cairn/ckpt_index.h"
 #include "cairn/coll.h"
@@ -114,6 +115,22 @@ static void log_placement(struct runtime *rt)
     struct strbuf b = {0};
     if (placement_text(rt->plan, (const char(*)[PLACEMENT_HOST_MAX])rt->layout->hosts, "; ", &b) == 0)
         runlog_line(rt->log, "placement: %s", strbuf_str(&b));
+    strbuf_free(&b);
+}
+
+/* The ranks' BLAS kernels when they are not all the same (blas_kernel.h):
+ * which replica or stage computes a micro-batch then changes its bits. */
+static void log_kernels(struct runtime *rt)
+{
+    const struct layout *l = rt->layout;
+    struct strbuf b = {0};
+    if (blas_kernels_distinct(l->kernels, l->size) > 1 &&
+        blas_kernels_text(l->kernels, l->size, (const char(*)[PLACEMENT_HOST_MAX])l->hosts, &b) == 0)
+        runlog_line(rt->log, "warning: the ranks run different BLAS kernels: %s. The results are correct, "
+                             "but a micro-batch's bits depend on the kernel that computes it, so this run "
+                             "is bitwise equal only to runs that give the same work to the same kernels; "
+                             "pin one kernel in every rank's environment (OPENBLAS_CORETYPE=%s, say)",
+                    strbuf_str(&b), l->kernels[0].core);
     strbuf_free(&b);
 }
 
@@ -686,6 +703,7 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
     if (is_root(&rt)) forget_exit_status(o->run_dir);
     if (is_root(&rt)) log_start(&rt);
     if (is_root(&rt)) log_placement(&rt);
+    if (is_root(&rt)) log_kernels(&rt);
     if (is_root(&rt) && rt.slurm.present) log_slurm(&rt);
     CAIRN_CHECK(prepare_ops(&rt));
     CAIRN_CHECK(start(&rt, &m));

@@ -174,9 +174,9 @@ void emb_destroy(struct trainer *t)
         sparse_rows_free(&x->sum[1]);
         sparse_tree_free(&x->tree);
     }
-    for (int p = 0; m->req && p < m->P; p++) {
-        free(m->req[p]);
-        free(m->reply[p]);
+    for (int p = 0; p < m->P; p++) { /* either list may be missing: emb_create failed between them */
+        if (m->req) free(m->req[p]);
+        if (m->reply) free(m->reply[p]);
     }
     for (int i = 0; i < m->n_out; i++) free(m->out[i]);
     for (int i = 0; i < m->n_in; i++) free(m->in[i].q);

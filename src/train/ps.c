@@ -507,8 +507,9 @@ int train_op_ps_step(struct op_call *c)
     if (t->emb) CAIRN_CHECK(emb_serve(t, tw, true)); /* the readers' pulls; their push posted */
     CAIRN_CHECK(stream_updates(t, c, &a, req, left));
     if (t->emb) CAIRN_CHECK(emb_take_push(t, tw, tm, tv, &a));
-    if (t->emb && t->rt->step == t->rt->steps_per_epoch) emb_settle(t); /* tasks after the steps see it all */
+    /* the dump reads the push as pending: before a settle, which clears it */
     if (t->spec->debug_grads && !t->grads_dumped) CAIRN_CHECK(dump_grads(t));
+    if (t->emb && t->rt->step == t->rt->steps_per_epoch) emb_settle(t); /* tasks after the steps see it all */
 cleanup:
     free(req);
     free(left);
