@@ -160,6 +160,7 @@ CTR_LAYOUTS = [
     ("cairn: 1 trainer + 1 shard", 2, ONE + ["ps.shards=1"]),
     ("cairn: 1 trainer + 2 shards", 3, ONE),
     ("cairn: 2 replicas + 1 shard", 3, ONE + ["replicas=2", "ps.shards=1"]),
+    ("cairn: 2 replicas + 1 shard, 2 chunks", 3, ONE + ["replicas=2", "ps.shards=1", "pipeline.chunks=2"]),
 ]
 
 
