@@ -16,11 +16,16 @@
      BENCH_BEFORE=<an older cairn> adds its 1% step, in the same rounds.
      Target: at 1%, dense over sparse >= 20.
   2. ctr: samples/s of jobs/ctr.cfg's model on the demo's data on all the
-     cores, cairn in several layouts against PyTorch 1.13
-     (nn.EmbeddingBag(sparse=True), SparseAdam; one process with N
-     threads and with 1, and DDP with N processes), taking turns round
-     after round; the median and range over the rounds of each run's best
-     epoch.  Target: cairn's best >= 1.2x PyTorch's best.
+     cores, cairn in several layouts against PyTorch 1.13 as a user would
+     tune it (torch_ctr.py: nn.EmbeddingBag(sparse=True) fed 1-d ids with
+     offsets, no padding row, SparseAdam; one process with N threads,
+     with 1, and with 1 and N OpenBLAS threads, and DDP with N processes),
+     both sides whole epochs (205 steps of 1024), taking turns round after
+     round; the median and range over the rounds of each run's best epoch,
+     each round's ratio of the two bests, the load average before and
+     after.  BENCH_CTR=<regex> keeps only the configurations whose names
+     match (fewer runs, more rounds, on a busy machine).
+     Target: cairn's best >= 1.2x PyTorch's best.
   3. memory: the peak resident memory of a PS shard (GNU time's maximum
      RSS) holding half of a 10,000,000 x 16 table with Adam's moments,
      against the bytes it holds (the run's shard_bytes), with checkpoints
@@ -33,6 +38,7 @@ checkpoint of the table is ckpt_table.sh.  Arguments: the sections
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -147,30 +153,32 @@ def dense():
 # ---- 2. the ctr model against PyTorch -----------------------------------------------------
 
 CTR = os.path.join(ROOT, "jobs", "ctr.cfg")
-CTR_STEPS, CTR_EPOCHS = 48, 3
+CTR_EPOCHS = 3  # whole epochs on both sides; the first warms up
 ONE = ["pipeline.stages=1", "pipeline.balance=[3]"]
 CTR_LAYOUTS = [
     ("cairn: 2 stages + 2 shards (ctr.cfg)", 4, []),
     ("cairn: 1 trainer + 1 shard", 2, ONE + ["ps.shards=1"]),
     ("cairn: 1 trainer + 2 shards", 3, ONE),
     ("cairn: 2 replicas + 1 shard", 3, ONE + ["replicas=2", "ps.shards=1"]),
+    ("cairn: 2 replicas + 1 shard, 2 chunks", 3, ONE + ["replicas=2", "ps.shards=1", "pipeline.chunks=2"]),
 ]
 
 
 def ctr_cairn(ranks, sets):
-    rd = cairn(ranks, CTR, sets + ["checkpoint.every=0", f"steps_per_epoch={CTR_STEPS}",
-                                   f"stop.max_epochs={CTR_EPOCHS}"])
-    return max(e["samples"] / e["train_seconds"] for e in epochs_of(rd))
+    """(samples/s of the best epoch, the last epoch's held-out loss and accuracy)"""
+    rd = cairn(ranks, CTR, sets + ["checkpoint.every=0", f"stop.max_epochs={CTR_EPOCHS}"])
+    logs = [json.loads(l) for l in open(os.path.join(rd, "metrics.jsonl")) if '"kind":"log"' in l]
+    return max(e["samples"] / e["train_seconds"] for e in epochs_of(rd)), logs[-1]["loss"], logs[-1]["accuracy"]
 
 
 def ctr_torch(mode, n, threads_blas):
     run_no[0] += 1
     log = f"t{run_no[0]}.log"
-    peers.sh(peers.pin(CORES) + ["/usr/bin/python3", TORCH, "ctr.h5", mode, str(n), "--steps", str(CTR_STEPS),
-                                 "--epochs", str(CTR_EPOCHS), "--port", str(29500 + run_no[0] % 400)], log,
+    peers.sh(peers.pin(CORES) + ["/usr/bin/python3", TORCH, "ctr.h5", mode, str(n), "--epochs", str(CTR_EPOCHS),
+                                 "--port", str(29500 + run_no[0] % 400)], log,
              {"OPENBLAS_NUM_THREADS": str(threads_blas), "OMP_NUM_THREADS": str(n)})
-    return max(r["samples"] / r["train_seconds"] for r in map(json.loads, filter(lambda l: l.startswith("{"),
-                                                                                   open(log))))
+    eps = [json.loads(l) for l in open(log) if l.startswith("{")]
+    return max(e["samples"] / e["train_seconds"] for e in eps), eps[-1]["loss"], eps[-1]["accuracy"]
 
 
 def ctr():
@@ -181,16 +189,26 @@ def ctr():
     runs.append((f"PyTorch: 1 process, {n} threads", lambda: ctr_torch("threads", n, n)))
     if n > 1:
         runs.append(("PyTorch: 1 process, 1 thread", lambda: ctr_torch("threads", 1, 1)))
+        runs.append((f"PyTorch: 1 thread, {n} OpenBLAS threads", lambda: ctr_torch("threads", 1, n)))
         runs.append((f"PyTorch: DDP, {n} processes", lambda: ctr_torch("ddp", n, 1)))
-    res = peers.rounds(runs, ROUNDS, lambda v: v)
+    runs = [r for r in runs if re.search(os.environ.get("BENCH_CTR", ""), r[0])]
+    load0 = os.getloadavg()
+    out = peers.rounds(runs, ROUNDS, lambda v: v)
+    load1 = os.getloadavg()
+    res = {k: [v[0] for v in vs] for k, vs in out.items()}
     med = {k: sorted(v)[len(v) // 2] for k, v in res.items()}
     best_c = max((k for k in med if k.startswith("cairn")), key=med.get)
     best_t = max((k for k in med if k.startswith("PyTorch")), key=med.get)
     print(f"\n2. the ctr model (1,000,000 x 16 and 100,000 x 16 tables, 13 dense features, 45-128-64-2, "
-          f"batch 1024, Adam) on {n} cores: samples/s, median (range) of {ROUNDS} rounds")
+          f"batch 1024, Adam; {CTR_EPOCHS} whole epochs) on {n} cores: samples/s of each run's best epoch, "
+          f"median (range) of {ROUNDS} rounds; load average {load0[0]:.1f} before, {load1[0]:.1f} after")
+    print(f"   {'':<40}{'samples/s':>24}{'':>26}{'held-out loss, accuracy (last round)':>40}")
     for k in med:
-        print(f"   {k:<40}{peers.spread(res[k]):>24}{med[k] / med[best_t]:>8.2f}x PyTorch's best")
-    print(f"   cairn's best ({best_c}) / PyTorch's best ({best_t}): {med[best_c] / med[best_t]:.2f}")
+        print(f"   {k:<40}{peers.spread(res[k]):>24}{med[k] / med[best_t]:>8.2f}x PyTorch's best"
+              f"{out[k][-1][1]:>24.4f}, {out[k][-1][2]:.4f}")
+    pairs = [c / t for c, t in zip(res[best_c], res[best_t])]
+    print(f"   cairn's best ({best_c}) / PyTorch's best ({best_t}): {med[best_c] / med[best_t]:.2f}; "
+          f"round by round {peers.spread(pairs, '{:.2f}')}")
 
 
 # ---- 3. a shard's memory against what it holds --------------------------------------------
