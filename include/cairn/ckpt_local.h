@@ -81,7 +81,7 @@ int ckpt_local_check_room(const struct ckpt_view *v, const char (*hosts)[PLACEME
                           const char *root, const char *setting);
 
 /* Collective: every node keeps only root/keep (the lowest rank of each
- * node deletes the rest).  Best effort. */
+ * node deletes the rest; keep NULL: every checkpoint).  Best effort. */
 void ckpt_local_prune(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOST_MAX],
                       const char *root, const char *keep);
 

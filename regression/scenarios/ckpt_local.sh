@@ -5,8 +5,11 @@
 # nodes.sh.
 # - Saves go to the nodes every epoch and to the shared directory every
 #   flush_every epochs and at the end; `cairn ckpt ls` lists both tiers;
-#   each node keeps only the newest node-local checkpoint; the model is
-#   the one shared checkpoints give, byte for byte.
+#   each node keeps only the newest node-local checkpoint, and none once
+#   the final shared save supersedes it; the model is the one shared
+#   checkpoints give, byte for byte.
+# - A node-local save that fails (ENOSPC) sends the next save to the
+#   shared file too, said once; a resumed run's first save goes there too.
 # - A run killed in its final (shared) save resumes from the newer
 #   node-local checkpoint and ends with the same bytes, with synchronous
 #   and with background saves; --resume=EPOCH takes the shared checkpoint
@@ -16,6 +19,10 @@
 #   is not loaded: the log says why, the
 #   resume falls back to the newest shared checkpoint, and the model is the
 #   same; it is marked bad (the run goes on from an older position).
+# - On three nodes (namespaces on this machine) a damaged own copy is
+#   replaced by its partner copy; a disk two nodes share is refused, every
+#   node checking.
+# - A node-local directory in memory (tmpfs) too small is refused.
 # - A kill while the parts are written leaves the previous checkpoint the
 #   newest, and the rerun ends with the same bytes.
 # - A directory that cannot be created is a clear error at start-up.
@@ -34,12 +41,15 @@ expect_rc tiers/exit tiers 0
 expect_grep tiers/one-node-noted tiers/cairn.log "note: every rank runs on [^ ]+: node-local checkpoints in $PWD/nodelocal have no partner copies"
 expect_eq tiers/node-local-saves "$(grep -o 'checkpoint saved (node-local): epoch [0-9]' tiers/cairn.log | awk '{print $NF}' | xargs)" "0 1 2 3"
 expect_eq tiers/shared-saves "$(grep -o 'checkpoint saved: epoch [0-9]' tiers/cairn.log | awk '{print $NF}' | xargs)" "0 2 4"
+# the final (shared) save supersedes the node-local checkpoint of epoch 3:
+# its parts leave the node, its manifest the list
+expect_grep tiers/superseded tiers/cairn.log "the checkpoint after epoch 4 in tiers/ckpt supersedes the node-local ones: removed from the nodes of this run"
 run tiers-ls "$CAIRN" ckpt ls tiers/ckpt
 expect_eq tiers/listed "$(cut -f1,3,5 tiers-ls.out | tr '\t\n' ' ')" \
-    "0 ckpt-e000000.h5 ok 2 ckpt-e000002.h5 ok 3 local/ckpt-e000003 ok 4 ckpt-e000004.h5 ok "
+    "0 ckpt-e000000.h5 ok 2 ckpt-e000002.h5 ok 4 ckpt-e000004.h5 ok "
 root=$(echo nodelocal/cairn-*)
-expect_eq tiers/newest-kept-on-the-node "$(ls "$root")" ckpt-e000003
-expect_eq tiers/parts "$(ls "$root/ckpt-e000003" | xargs)" "rank000000 rank000001 rank000002 rank000003 rank000004 rank000005"
+expect_eq tiers/nothing-left-on-the-node "$(ls -A "$root")" ""
+expect_eq tiers/no-manifest-left "$(ls tiers/ckpt/local | grep -c ckpt-)" 0
 same_bytes tiers/model base/model.h5 tiers/model.h5
 rm -rf nodelocal
 
@@ -61,6 +71,9 @@ for mode in sync async; do
     extra=()
     [ "$mode" = async ] && extra=(--set checkpoint.async=true)
     killed "$mode" "${extra[@]}"
+    root=$(echo nodelocal/cairn-*)
+    expect_eq "$mode/newest-kept-on-the-node" "$(ls "$root")" ckpt-e000001
+    expect_eq "$mode/parts" "$(ls "$root/ckpt-e000001" | xargs)" "rank000000 rank000001 rank000002 rank000003 rank000004 rank000005"
     mpi "$mode-rerun" 6 "${job[@]}" --run-dir "$mode" --set stop.max_epochs=2 "${local[@]}" "${extra[@]}"
     expect_rc "$mode/rerun-exit" "$mode-rerun" 0
     expect_grep "$mode/loaded-node-local" "$mode/cairn.log" "checkpoint loaded \(node-local\): epoch 1 step 0 \(local/ckpt-e000001\)"
@@ -109,8 +122,9 @@ rm -rf nodelocal
 # ---- a node-local checkpoint that cannot be loaded --------------------------------------
 # unusable TAG WHY: the rerun says WHY, marks the node-local checkpoint bad
 # (whatever the cause: the run goes on from an older position), resumes
-# from epoch 0's shared checkpoint, ends with the same bytes, and its own
-# node-local save of epoch 1 is listed in its place
+# from epoch 0's shared checkpoint, ends with the same bytes, and saves
+# epoch 1 on the nodes again (that and the bad one gone from the list once
+# the final shared save supersedes them)
 unusable() {
     local tag=$1 why=$2
     shift 2
@@ -120,8 +134,10 @@ unusable() {
     expect_count "$tag/marked-bad" "$tag/metrics.jsonl" '"kind":"ckpt_local_unusable"' 1
     expect_grep "$tag/fell-back" "$tag/cairn.log" "resuming after epoch 0 "
     same_bytes "$tag/model" base2/model.h5 "$tag/model.h5"
+    expect_grep "$tag/saved-again" "$tag/cairn.log" "checkpoint saved \(node-local\): epoch 1 step 0 \(ckpt-e000001\)"
+    # the final shared save superseded it: the bad one is not listed either
     run "$tag-ls" "$CAIRN" ckpt ls "$tag/ckpt"
-    expect_eq "$tag/saved-again" "$(grep -c "^1	0	local/ckpt-e000001	[0-9]*	ok$" "$tag-ls.out")" 1
+    expect_eq "$tag/none-listed" "$(grep -c "local/" "$tag-ls.out")" 0
     rm -rf nodelocal
 }
 part() { echo nodelocal/cairn-*/ckpt-e000001/rank00000"$1"; }

@@ -15,7 +15,7 @@ fi
 enter
 T_TIMEOUT=180
 cluster=$PWD/cluster
-export CAIRN_SLURM_PORT=${CAIRN_SLURM_PORT:-16857}
+export CAIRN_SLURM_PORT=${CAIRN_SLURM_PORT:-16867}
 trap '"$CAIRN_ROOT/slurm/testcluster/stop" "$cluster" >/dev/null 2>&1' EXIT
 trap 'exit 1' TERM INT # the driver's timeout: stop the cluster on the way out
 if ! "$CAIRN_ROOT/slurm/testcluster/start" "$cluster" >start.out 2>&1; then

@@ -497,6 +497,7 @@ static int check_node_local(struct ckpt_mgr *c)
         if (k == nd.node_of[l->rank] && !seen) look = -2;
     }
     CAIRN_CHECK_MPI(MPI_Gather(&look, 1, MPI_INT, saw, 1, MPI_INT, 0, world(c)));
+    CAIRN_CHECK(coll_barrier(world(c))); /* every rank has looked before a file goes */
     if (is_root(c)) rc = name_shared(c, &nd, saw);
 cleanup:
     if (lead && mine[0] && fsx_join(path, sizeof path, c->local_root, mine) == 0) unlink(path);
@@ -1220,6 +1221,32 @@ cleanup:
     return rc;
 }
 
+/* A stop's shared checkpoint supersedes every node-local one (a resume
+ * takes the shared one at the same position or newer), whose parts hold
+ * the nodes' storage, RAM in /dev/shm, for good once the job ends: rank 0
+ * unlists them (the index first, then the manifests), then every node of
+ * this run removes its tree.  Collective on s->world; best effort (a
+ * node-local checkpoint left older than the shared one is never loaded,
+ * and the next node-local commit on that node prunes it). */
+static void drop_local(struct ckpt_mgr *c, const struct saver *s, const struct ckpt_meta *m)
+{
+    struct ckpt_index idx = {0}, none = {0};
+    struct ckpt_view v;
+    struct tensor **t = NULL;
+    char path[4400], at[96];
+    if (is_root(c) && ckpt_index_read(c->local_dir, &idx) == 0 && idx.n &&
+        ckpt_index_write_tmp(c->local_dir, &none) == 0 && ckpt_index_commit_tmp(c->local_dir, NULL) == 0) {
+        for (int i = 0; i < idx.n; i++)
+            if (fsx_join(path, sizeof path, c->local_dir, idx.v[i].file) == 0) unlink(path);
+        runlog_line(c->rt->log, "the checkpoint %s in %s supersedes the node-local ones: removed from the "
+                                "nodes of this run (%s)", ckpt_position(m->epoch, m->step, at, sizeof at),
+                    c->dir, c->local_root);
+    }
+    ckpt_index_free(&idx);
+    if (saver_view(c, s, &v, &t) == 0) ckpt_local_prune(&v, hosts(c), c->local_root, NULL);
+    free(t);
+}
+
 /* Save m's position with s to the tiers asked for: the node-local one
  * first (it is quick), then the shared file.  A node-local save that fails
  * does not keep a flush from being tried.  Every rank returns the same
@@ -1241,6 +1268,7 @@ static int save_with(struct ckpt_mgr *c, const struct saver *s, const struct ckp
         rc = save_shared(c, s, m, &out->shared_seconds, &out->bytes);
         out->committed |= rc ? 0 : TIER_SHARED;
         out->failed |= rc ? TIER_SHARED : 0;
+        if (rc == 0 && c->local_dir[0] && !(tiers & TIER_LOCAL)) drop_local(c, s, m); /* a stop's */
     }
     if (lrc && rc == 0) rc = cairn_err_set(lrc, __FILE__, __LINE__, "%s", why);
     out->seconds = clock_now() - t0;

@@ -812,7 +812,7 @@ void ckpt_local_prune(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_H
     struct dirent *de;
     char path[4400];
     while (d && (de = readdir(d)))
-        if (strncmp(de->d_name, "ckpt-", 5) == 0 && strcmp(de->d_name, keep) != 0 &&
+        if (strncmp(de->d_name, "ckpt-", 5) == 0 && (!keep || strcmp(de->d_name, keep) != 0) &&
             fsx_join(path, sizeof path, root, de->d_name) == 0)
             remove_tree(path);
     if (d) closedir(d);
