@@ -72,11 +72,12 @@ int ckpt_save(struct ckpt_mgr *c, const struct ckpt_meta *m, bool now);
  * (every rank's writer takes part in the save): call it at the same point
  * on every rank. */
 int ckpt_wait(struct ckpt_mgr *c);
-/* Collective: with checkpoint.local in memory (tmpfs), refuse before
- * training when a node cannot hold what the tier will keep there of the
- * state as it is now (after init or a resume): CAIRN_EINPUT, the same on
- * every rank (ckpt_local_check_room). */
-int ckpt_check_room(struct ckpt_mgr *c);
+/* Collective, once the state is there (after init or a resume) and
+ * before training: measure it (ckpt_stop_seconds' estimate before a save
+ * is measured) and, with checkpoint.local in memory (tmpfs), refuse when
+ * a node cannot hold what the tier will keep there: CAIRN_EINPUT, the
+ * same on every rank (ckpt_local_check_room). */
+int ckpt_ready(struct ckpt_mgr *c);
 /* A background save is still being written on this rank (local: the
  * ranks agree on it before they call ckpt_wait without waiting). */
 bool ckpt_writing(const struct ckpt_mgr *c);

@@ -89,7 +89,9 @@ done
 # file too, the log says so once, and a run killed in its final save
 # resumes from epoch 3's shared checkpoint, not epoch 0's, with the same bytes
 mpi base4 6 "${job[@]}" --run-dir base4 --set stop.max_epochs=4
-CAIRN_FAULT=kill:write:1:4 CAIRN_EIO=open:rank000003.tmp:2+:ENOSPC CAIRN_EIO_RANK=3 run fallback \
+# (the sanitized build's ranks take the shim after their ASan runtime)
+CAIRN_FAULT=kill:write:1:4 CAIRN_EIO=open:rank000003.tmp:2+:ENOSPC CAIRN_EIO_RANK=3 \
+    ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 run fallback \
     mpirun --oversubscribe -np 6 -x LD_PRELOAD="$CAIRN_ROOT/build/eio.so" -x CAIRN_EIO -x CAIRN_EIO_RANK \
     -x CAIRN_FAULT "$CAIRN" "${job[@]}" --run-dir fallback --set stop.max_epochs=4 "${local[@]}"
 expect_rc fallback/killed fallback 137

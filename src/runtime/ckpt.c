@@ -1352,15 +1352,19 @@ static int save_background(struct ckpt_mgr *c, const struct ckpt_meta *m, int ti
     return 0;
 }
 
-int ckpt_check_room(struct ckpt_mgr *c)
+int ckpt_ready(struct ckpt_mgr *c)
 {
-    if (!ckpt_enabled(c) || !c->local_dir[0]) return 0;
+    if (!ckpt_enabled(c)) return 0;
     struct ckpt_view v;
     struct tensor **t = NULL;
     char setting[4200];
-    snprintf(setting, sizeof setting, "checkpoint.local = \"%s\"", c->spec->local);
+    snprintf(setting, sizeof setting, "checkpoint.local = \"%s\"", c->spec->local ? c->spec->local : "");
     int rc = coll_agree(world(c), make_view(c, &v, &t));
-    if (rc == 0) rc = ckpt_local_check_room(&v, hosts(c), c->local_root, setting);
+    if (rc == 0) {
+        struct saver s = main_saver(c, t);
+        rc = state_bytes(c, &s, &c->state_bytes); /* what a stop writes, before a save is measured */
+    }
+    if (rc == 0 && c->local_dir[0]) rc = ckpt_local_check_room(&v, hosts(c), c->local_root, setting);
     free(t);
     return rc;
 }
