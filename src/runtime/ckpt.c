@@ -98,11 +98,13 @@ double ckpt_longest_save(const struct ckpt_mgr *c) { return c->longest; }
 #define CKPT_SLOW_RATE 50e6
 
 /* A stop writes the shared file alone: with a node-local tier its time is
- * not that of the (quick) node-local saves. */
+ * not that of the (quick) node-local saves.  Before one is measured, the
+ * state's bytes at this run's last shared rate, or a slow file system's. */
 static double stop_save_seconds(const struct ckpt_mgr *c)
 {
-    if (!c->local_dir[0]) return c->longest > c->longest_shared ? c->longest : c->longest_shared;
-    if (c->longest_shared > 0) return c->longest_shared;
+    double shared = c->longest_shared;
+    if (!c->local_dir[0] && c->longest > shared) shared = c->longest;
+    if (shared > 0) return shared;
     return c->state_bytes / (c->rate > 0 ? c->rate : CKPT_SLOW_RATE);
 }
 double ckpt_stop_seconds(const struct ckpt_mgr *c)
