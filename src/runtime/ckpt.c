@@ -81,7 +81,7 @@ struct ckpt_mgr {
     bool flushed;      /* this run committed a shared checkpoint */
     bool local_failed; /* the last node-local save failed: the next one flushes */
     bool fallback_said;
-    double state_bytes; /* of the last save, every rank's together */
+    double state_bytes; /* every rank's together: at the start, then as each save found it */
 };
 
 static bool is_root(const struct ckpt_mgr *c) { return c->rt->layout->rank == 0; }
