@@ -72,6 +72,12 @@ int ckpt_save(struct ckpt_mgr *c, const struct ckpt_meta *m, bool now);
  * (every rank's writer takes part in the save): call it at the same point
  * on every rank. */
 int ckpt_wait(struct ckpt_mgr *c);
+/* Collective, once the state is there (after init or a resume) and
+ * before training: measure it (ckpt_stop_seconds' estimate before a save
+ * is measured) and, with checkpoint.local in memory (tmpfs), refuse when
+ * a node cannot hold what the tier will keep there: CAIRN_EINPUT, the
+ * same on every rank (ckpt_local_check_room). */
+int ckpt_ready(struct ckpt_mgr *c);
 /* A background save is still being written on this rank (local: the
  * ranks agree on it before they call ckpt_wait without waiting). */
 bool ckpt_writing(const struct ckpt_mgr *c);
@@ -88,9 +94,12 @@ void ckpt_run_ended(struct ckpt_mgr *c);
 bool ckpt_enabled(const struct ckpt_mgr *c);
 int64_t ckpt_every(const struct ckpt_mgr *c);
 double ckpt_longest_save(const struct ckpt_mgr *c); /* seconds, 0 before the first */
-/* The longest of the saves that wrote the shared file, which is what a
- * stop writes (the longest save of any kind if that is longer). */
-double ckpt_longest_stop_save(const struct ckpt_mgr *c);
+/* Seconds a stop needs for its checkpoint (0 before anything is known):
+ * the save it writes, the shared file (as measured, or before a shared
+ * save was measured, its bytes at a slow file system's pace), after a
+ * background save that may be in flight (checkpoint.async: the longest
+ * save of any kind). */
+double ckpt_stop_seconds(const struct ckpt_mgr *c);
 /* Whether m's position is the one this run last committed or resumed
  * from (false after a save of it failed with on_failure = "warn"). */
 bool ckpt_committed_at(const struct ckpt_mgr *c, const struct ckpt_meta *m);

@@ -18,8 +18,9 @@
  * copy are durable) lists every part's size and checksum, and DIR/local's
  * index (ckpt_index.h) lists the manifest.  A load takes each part from a
  * copy on the owner's node if there is one, else from any node, verifies
- * it against the manifest, and uses the tier only if every part is there
- * and verifies. */
+ * it against the manifest (a copy that fails is set aside and the part's
+ * other copy tried), and uses the tier only if every part has a copy that
+ * verifies. */
 #ifndef CAIRN_CKPT_LOCAL_H
 #define CAIRN_CKPT_LOCAL_H
 
@@ -62,16 +63,26 @@ int ckpt_local_write(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HO
  * (every rank passes the same manifest) into v's tensors.  *partners: how
  * many parts came from partner copies, listed in who ("2, 5"); io: this
  * rank's bytes and seconds.  Nothing is
- * changed unless every part is found and verifies.  Errors (the same on
- * every rank): CAIRN_EINPUT (of another layout or settings),
- * CAIRN_ENOCKPT (a part on no node left), CAIRN_ECORRUPT (a copy disagrees
- * with the manifest or fails its checksum). */
+ * changed unless every part is found and verifies; a copy that does not
+ * is set aside for the part's other copy.  Errors (the same on every
+ * rank): CAIRN_EINPUT (of another layout or settings), CAIRN_ENOCKPT (a
+ * part on no node left), CAIRN_ECORRUPT (a part's every copy disagrees
+ * with the manifest or fails its checksum: the last one's reason). */
 int ckpt_local_read(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOST_MAX],
                     const char *root, const char *name, const struct ckpt_local_manifest *man,
                     struct ckpt_io *io, int *partners, char *who, size_t who_size);
 
+/* Collective on v->comm: refuse a node-local directory in memory (tmpfs:
+ * /dev/shm) that cannot hold what its node will: its ranks' parts of v's
+ * state and the partner copies it keeps, twice (a checkpoint and the one
+ * before, until the new one commits); this job's tree there counts as
+ * room.  setting names the directory for the message.  The same result on
+ * every rank: 0, or CAIRN_EINPUT naming the node, what it needs and has. */
+int ckpt_local_check_room(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOST_MAX],
+                          const char *root, const char *setting);
+
 /* Collective: every node keeps only root/keep (the lowest rank of each
- * node deletes the rest).  Best effort. */
+ * node deletes the rest; keep NULL: every checkpoint).  Best effort. */
 void ckpt_local_prune(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOST_MAX],
                       const char *root, const char *keep);
 

@@ -99,6 +99,10 @@ int fsx_allocate(const char *path, int64_t bytes, bool *unsupported);
 /* Whether dir is on a file system that stripes files over servers
  * (Lustre, GPFS, BeeGFS), where aligned writes pay. */
 bool fsx_striped(const char *dir);
+/* Whether dir is on a file system in memory (tmpfs, ramfs: /dev/shm),
+ * whose files take RAM; *avail: the bytes an unprivileged writer may
+ * still put there (statvfs). */
+bool fsx_in_memory(const char *dir, double *avail);
 /* A directory for private state (the node-local tier's): created 0700 if
  * create and missing; it must be a directory, not a link, owned by this
  * user and writable by no one else (a mode readable by others is made

@@ -5,8 +5,11 @@
 # nodes.sh.
 # - Saves go to the nodes every epoch and to the shared directory every
 #   flush_every epochs and at the end; `cairn ckpt ls` lists both tiers;
-#   each node keeps only the newest node-local checkpoint; the model is
-#   the one shared checkpoints give, byte for byte.
+#   each node keeps only the newest node-local checkpoint, and none once
+#   the final shared save supersedes it; the model is the one shared
+#   checkpoints give, byte for byte.
+# - A node-local save that fails (ENOSPC) sends the next save to the
+#   shared file too, said once; a resumed run's first save goes there too.
 # - A run killed in its final (shared) save resumes from the newer
 #   node-local checkpoint and ends with the same bytes, with synchronous
 #   and with background saves; --resume=EPOCH takes the shared checkpoint
@@ -16,6 +19,10 @@
 #   is not loaded: the log says why, the
 #   resume falls back to the newest shared checkpoint, and the model is the
 #   same; it is marked bad (the run goes on from an older position).
+# - On three nodes (namespaces on this machine) a damaged own copy is
+#   replaced by its partner copy; a disk two nodes share is refused, every
+#   node checking.
+# - A node-local directory in memory (tmpfs) too small is refused.
 # - A kill while the parts are written leaves the previous checkpoint the
 #   newest, and the rerun ends with the same bytes.
 # - A directory that cannot be created is a clear error at start-up.
@@ -34,12 +41,15 @@ expect_rc tiers/exit tiers 0
 expect_grep tiers/one-node-noted tiers/cairn.log "note: every rank runs on [^ ]+: node-local checkpoints in $PWD/nodelocal have no partner copies"
 expect_eq tiers/node-local-saves "$(grep -o 'checkpoint saved (node-local): epoch [0-9]' tiers/cairn.log | awk '{print $NF}' | xargs)" "0 1 2 3"
 expect_eq tiers/shared-saves "$(grep -o 'checkpoint saved: epoch [0-9]' tiers/cairn.log | awk '{print $NF}' | xargs)" "0 2 4"
+# the final (shared) save supersedes the node-local checkpoint of epoch 3:
+# its parts leave the node, its manifest the list
+expect_grep tiers/superseded tiers/cairn.log "the checkpoint after epoch 4 in tiers/ckpt supersedes the node-local ones: removed from the nodes of this run"
 run tiers-ls "$CAIRN" ckpt ls tiers/ckpt
 expect_eq tiers/listed "$(cut -f1,3,5 tiers-ls.out | tr '\t\n' ' ')" \
-    "0 ckpt-e000000.h5 ok 2 ckpt-e000002.h5 ok 3 local/ckpt-e000003 ok 4 ckpt-e000004.h5 ok "
+    "0 ckpt-e000000.h5 ok 2 ckpt-e000002.h5 ok 4 ckpt-e000004.h5 ok "
 root=$(echo nodelocal/cairn-*)
-expect_eq tiers/newest-kept-on-the-node "$(ls "$root")" ckpt-e000003
-expect_eq tiers/parts "$(ls "$root/ckpt-e000003" | xargs)" "rank000000 rank000001 rank000002 rank000003 rank000004 rank000005"
+expect_eq tiers/nothing-left-on-the-node "$(ls -A "$root")" ""
+expect_eq tiers/no-manifest-left "$(ls tiers/ckpt/local | grep -c ckpt-)" 0
 same_bytes tiers/model base/model.h5 tiers/model.h5
 rm -rf nodelocal
 
@@ -61,6 +71,9 @@ for mode in sync async; do
     extra=()
     [ "$mode" = async ] && extra=(--set checkpoint.async=true)
     killed "$mode" "${extra[@]}"
+    root=$(echo nodelocal/cairn-*)
+    expect_eq "$mode/newest-kept-on-the-node" "$(ls "$root")" ckpt-e000001
+    expect_eq "$mode/parts" "$(ls "$root/ckpt-e000001" | xargs)" "rank000000 rank000001 rank000002 rank000003 rank000004 rank000005"
     mpi "$mode-rerun" 6 "${job[@]}" --run-dir "$mode" --set stop.max_epochs=2 "${local[@]}" "${extra[@]}"
     expect_rc "$mode/rerun-exit" "$mode-rerun" 0
     expect_grep "$mode/loaded-node-local" "$mode/cairn.log" "checkpoint loaded \(node-local\): epoch 1 step 0 \(local/ckpt-e000001\)"
@@ -70,11 +83,35 @@ for mode in sync async; do
     rm -rf nodelocal
 done
 
+# ---- a failing node-local tier falls back to the shared file -----------------------------
+# rank 3 cannot create its part after epoch 0's (ENOSPC, as on a full
+# /dev/shm; build/eio.so): each save after a failed one goes to the shared
+# file too, the log says so once, and a run killed in its final save
+# resumes from epoch 3's shared checkpoint, not epoch 0's, with the same bytes
+mpi base4 6 "${job[@]}" --run-dir base4 --set stop.max_epochs=4
+# (the sanitized build's ranks take the shim after their ASan runtime)
+CAIRN_FAULT=kill:write:1:4 CAIRN_EIO=open:rank000003.tmp:2+:ENOSPC CAIRN_EIO_RANK=3 \
+    ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 run fallback \
+    mpirun --oversubscribe -np 6 -x LD_PRELOAD="$CAIRN_ROOT/build/eio.so" -x CAIRN_EIO -x CAIRN_EIO_RANK \
+    -x CAIRN_FAULT "$CAIRN" "${job[@]}" --run-dir fallback --set stop.max_epochs=4 "${local[@]}"
+expect_rc fallback/killed fallback 137
+expect_grep fallback/failed fallback.out "warning: node-local checkpoint after epoch 1 failed: .*No space left on device"
+expect_eq fallback/node-local-saves "$(grep -o 'checkpoint saved (node-local): epoch [0-9]' fallback.out | awk '{print $NF}' | xargs)" "0"
+expect_eq fallback/shared-saves "$(grep -o 'checkpoint saved: epoch [0-9]' fallback.out | awk '{print $NF}' | xargs)" "0 2 3"
+expect_count fallback/said-once fallback.out "note: a node-local save failed, so the next save goes to the shared directory fallback/ckpt too" 1
+mpi fallback-rerun 6 "${job[@]}" --run-dir fallback --set stop.max_epochs=4 "${local[@]}"
+expect_rc fallback/rerun-exit fallback-rerun 0
+expect_grep fallback/resumed fallback/cairn.log "checkpoint loaded: epoch 3 step 0 \(ckpt-e000003.h5\)"
+same_bytes fallback/model base4/model.h5 fallback/model.h5
+rm -rf nodelocal
+
 # ---- --resume=EPOCH takes that epoch: the shared one where there is one --------------
 killed pick0
 mpi pick0-rerun 6 "${job[@]}" --run-dir pick0 --set stop.max_epochs=2 "${local[@]}" --resume=0
 expect_rc pick0/rerun-exit pick0-rerun 0
 expect_grep pick0/shared-epoch-0 pick0/cairn.log "checkpoint loaded: epoch 0 step 0 \(ckpt-e000000.h5\)"
+# a resumed run's first save goes to the shared file too (as a fresh run's does)
+expect_grep pick0/first-save-shared pick0/cairn.log "checkpoint saved: epoch 1 step 0 \(ckpt-e000001.h5\)"
 same_bytes pick0/model base2/model.h5 pick0/model.h5
 rm -rf nodelocal
 killed pick1
@@ -87,8 +124,9 @@ rm -rf nodelocal
 # ---- a node-local checkpoint that cannot be loaded --------------------------------------
 # unusable TAG WHY: the rerun says WHY, marks the node-local checkpoint bad
 # (whatever the cause: the run goes on from an older position), resumes
-# from epoch 0's shared checkpoint, ends with the same bytes, and its own
-# node-local save of epoch 1 is listed in its place
+# from epoch 0's shared checkpoint, ends with the same bytes, and saves
+# epoch 1 on the nodes again (that and the bad one gone from the list once
+# the final shared save supersedes them)
 unusable() {
     local tag=$1 why=$2
     shift 2
@@ -98,8 +136,10 @@ unusable() {
     expect_count "$tag/marked-bad" "$tag/metrics.jsonl" '"kind":"ckpt_local_unusable"' 1
     expect_grep "$tag/fell-back" "$tag/cairn.log" "resuming after epoch 0 "
     same_bytes "$tag/model" base2/model.h5 "$tag/model.h5"
+    expect_grep "$tag/saved-again" "$tag/cairn.log" "checkpoint saved \(node-local\): epoch 1 step 0 \(ckpt-e000001\)"
+    # the final shared save superseded it: the bad one is not listed either
     run "$tag-ls" "$CAIRN" ckpt ls "$tag/ckpt"
-    expect_eq "$tag/saved-again" "$(grep -c "^1	0	local/ckpt-e000001	[0-9]*	ok$" "$tag-ls.out")" 1
+    expect_eq "$tag/none-listed" "$(grep -c "local/" "$tag-ls.out")" 0
     rm -rf nodelocal
 }
 part() { echo nodelocal/cairn-*/ckpt-e000001/rank00000"$1"; }
@@ -127,6 +167,61 @@ unusable manifest "manifest/ckpt/local/ckpt-e000001:[0-9]+: not a node-local che
 killed layout
 NP=8 unusable layout "it is of 6 ranks, this run has 8" --set ps.shards=4
 
+# ---- a damaged own copy: the partner copy stands in ---------------------------------------
+# Three "nodes" of 2 ranks on this machine: each rank in a UTS namespace
+# named nodeK and a mount namespace where nodelocal is diskK, so parts get
+# partner copies on the next node.  Rank 4's own copy fails its checksum
+# and rank 1's is another rank's part; their partner copies are good: the
+# resume loads the node-local checkpoint of epoch 1 (not the shared one of
+# epoch 0) from them and ends with the same bytes.
+cat >fakenode.sh <<'EOF'
+#!/bin/sh
+# fakenode.sh DIR CMD...: this rank on node K = rank / 2 + 1, its disk the
+# Kth of NODE_DISKS (default "1 2 3": each node its own)
+k=$((${OMPI_COMM_WORLD_RANK:-0} / 2 + 1))
+d=$(echo ${NODE_DISKS:-1 2 3} | cut -d' ' -f$k)
+mkdir -p "$1/disk$d" "$1/nodelocal"
+exec unshare --uts --mount --propagation private sh -c \
+    'hostname "node$1" && mount --bind "$3/disk$2" "$3/nodelocal" && shift 3 && exec "$@"' sh "$k" "$d" "$@"
+EOF
+chmod +x fakenode.sh
+# nodes TAG ARGS...: cairn ARGS on 6 ranks, on those three nodes
+nodes() {
+    local tag=$1
+    shift
+    CAIRN_FAULT=${CAIRN_FAULT:-} NODE_DISKS=${NODE_DISKS:-1 2 3} run "$tag" mpirun --oversubscribe -np 6 \
+        -x CAIRN_FAULT -x NODE_DISKS ./fakenode.sh "$PWD" "$CAIRN" "$@"
+}
+if ! ./fakenode.sh "$PWD" true 2>/dev/null; then
+    echo "skip - $T_NAME/partner: cannot make namespaces here (needs root)"
+else
+    CAIRN_FAULT=kill:write:1:2 nodes partner-killed "${job[@]}" --run-dir partner --set stop.max_epochs=2 "${local[@]}"
+    expect_rc partner/killed partner-killed 137
+    expect_count partner/partner-copies partner/cairn.log "have no partner copies" 0
+    disk_part() { echo disk"$1"/cairn-*/ckpt-e000001/"$2"; }
+    expect_eq partner/node1-holds "$(ls $(disk_part 1 '') | xargs)" "partner000004 partner000005 rank000000 rank000001"
+    py 'import sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(-100, 2); b = f.read(1); f.seek(-100, 2); f.write(bytes([b[0] ^ 1]))' "$(disk_part 3 rank000004)"
+    cp "$(disk_part 1 rank000000)" "$(disk_part 1 rank000001)"
+    CAIRN_FAULT= nodes partner-rerun "${job[@]}" --run-dir partner --set stop.max_epochs=2 "${local[@]}"
+    expect_rc partner/rerun-exit partner-rerun 0
+    expect_grep partner/loaded-node-local partner/cairn.log "checkpoint loaded \(node-local\): epoch 1 step 0 \(local/ckpt-e000001\)"
+    expect_grep partner/from-partner-copies partner/cairn.log "node-local checkpoint local/ckpt-e000001: restored from partner copies for ranks 1, 4, from the ranks' own copies for the rest"
+    expect_count partner/not-unusable partner/metrics.jsonl '"kind":"ckpt_local_unusable"' 0
+    same_bytes partner/model base2/model.h5 partner/model.h5
+    rm -rf nodelocal disk1 disk2 disk3
+
+    # every node checks that no other node sees its node-local directory,
+    # not rank 0's alone: nodes 2 and 3 on one disk are refused (exit 2),
+    # named, before anything is written
+    NODE_DISKS="1 2 2" nodes shared-disk "${job[@]}" --run-dir shared-disk "${local[@]}"
+    expect_rc shared-disk/exit shared-disk 2
+    expect_grep shared-disk/named shared-disk.err "checkpoint.local = \"$PWD/nodelocal\" is not node-local: node3 \(rank 4-5\) sees the file rank 2 \(node2\) wrote there"
+    expect_eq shared-disk/nothing-saved "$(ls shared-disk/ckpt 2>/dev/null | grep -c ckpt-)" 0
+fi
+rm -rf nodelocal disk1 disk2 disk3
+
 # ---- a kill while the parts are written -------------------------------------------------
 CAIRN_FAULT=kill:local:3:1 mpi mid-killed 6 "${job[@]}" --run-dir mid --set stop.max_epochs=2 "${local[@]}"
 expect_rc mid/killed mid-killed 137
@@ -137,6 +232,25 @@ expect_rc mid/rerun-exit mid-rerun 0
 expect_grep mid/resumed mid/cairn.log "resuming after epoch 0 "
 same_bytes mid/model base2/model.h5 mid/model.h5
 rm -rf nodelocal
+
+# ---- a node-local directory in memory that cannot hold the tier ---------------------------
+# On a 32 MiB tmpfs (as a small /dev/shm) the tier would need twice the
+# ~26 MB state: refused before training (exit 2), naming the node and the
+# sizes; a 160 MiB one is fine.
+mkdir room
+if mount -t tmpfs -o size=32m tmpfs room 2>/dev/null; then
+    trap 'umount -l "$PWD/room" 2>/dev/null' EXIT
+    mpi room 6 "${job[@]}" --run-dir room --set stop.max_epochs=1 --set "checkpoint.local=\"$PWD/room\""
+    expect_rc room/refused room 2
+    expect_grep room/said room.err "checkpoint.local = \"$PWD/room\" is in memory \(tmpfs\) on $(hostname), with room for 3[0-9.]+ MB, but that node will hold 5[0-9.]+ MB of node-local checkpoints \(its ranks' parts, twice while a save commits\)"
+    expect_count room/before-training room.out "epoch 1 done" 0
+    umount room && mount -t tmpfs -o size=160m tmpfs room
+    mpi roomy 6 "${job[@]}" --run-dir roomy --set stop.max_epochs=1 --set "checkpoint.local=\"$PWD/room\""
+    expect_rc roomy/exit roomy 0
+    umount room
+else
+    echo "skip - $T_NAME/room: cannot mount a tmpfs here (needs root)"
+fi
 
 # ---- a directory that cannot be made -----------------------------------------------------
 touch afile

@@ -122,7 +122,7 @@ case_usr1() {
     expect_count usr1/requeue-answered usr1/cairn.log "the requeue failed" 0
     expect_grep usr1/resumed usr1/cairn.log "slurm: job $j, restart 1, nodes node\[1-3\]"
     same_bytes usr1/model-as-uninterrupted base/model.h5 usr1/model.h5
-    expect_count usr1/kill-wait-warned usr1/cairn.log "warning: a checkpoint took [0-9.]+ s, longer than Slurm's KillWait \(5 s\): a preemption by TERM would kill the job before its save is committed" 1
+    expect_count usr1/kill-wait-warned usr1/cairn.log "warning: a checkpoint at a stop takes [0-9.]+ s \(its save to the shared directory\), longer than Slurm's KillWait \(5 s\): a preemption by TERM would kill the job before its save is committed" 1
 }
 case_limit() {
     local j

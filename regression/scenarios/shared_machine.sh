@@ -95,10 +95,15 @@ ln -s "$PWD/decoys/f" planted/ckpt/local/ckpt-e000001.tmp
 ln -s "$PWD/decoys/g" planted/ckpt/ckpt-e000002.h5.tmp
 mpi planted 4 "${job[@]}" --run-dir planted --set "checkpoint.local=\"$PWD/nodelocal\""
 expect_rc planted/exit planted 0
-for f in model.h5 ckpt/index ckpt/local/index ckpt/local/ckpt-e000001 ckpt/ckpt-e000002.h5; do
+for f in model.h5 ckpt/index ckpt/local/index ckpt/ckpt-e000002.h5; do
     [ -f "planted/$f" ] && [ ! -L "planted/$f" ] && pass "planted/$f-regular" ||
         fail "planted/$f-regular" "$(ls -l "planted/$f" 2>&1)"
 done
+# the node-local manifest of epoch 1 was committed (not through the link),
+# and removed with the node-local tier once the final shared save
+# superseded it
+expect_grep planted/node-local-saved planted/cairn.log "checkpoint saved \(node-local\): epoch 1 step 0 "
+expect_eq planted/no-link-left "$(find planted/ckpt/local -type l | wc -l)" 0
 same_bytes planted/model base/model.h5 planted/model.h5
 ln -s "$PWD/decoys/h" planted.png.tmp
 run plot-planted "$CAIRN" plot planted -o planted.png
@@ -113,16 +118,6 @@ expect_rc ckpt-ls/escaped/exit esc-ls 0
 expect_grep ckpt-ls/escaped/shown esc-ls.out 'ckpt-\\x1b\[31m\.h5'
 grep -q $'\033' esc-ls.out && fail ckpt-ls/escaped/no-escape "an ESC byte reached stdout" || pass ckpt-ls/escaped/no-escape
 
-# ---- the node-local tier is private -------------------------------------------------------
-root=$(echo nodelocal/cairn-"$(id -u)"-*)
-[ -d "$root" ] && pass private/root-named-by-user || fail private/root-named-by-user "$(ls nodelocal)"
-expect_eq private/root-mode "$(stat -c %a "$root")" 700
-expect_eq private/dir-mode "$(stat -c %a "$root"/ckpt-e000001)" 700
-expect_eq private/part-modes "$(stat -c %a "$root"/ckpt-e000001/* | sort -u | xargs)" 600
-runuser -u "$OTHER" -- cat "$root/ckpt-e000001/rank000000" >/dev/null 2>other.err &&
-    fail private/other-user-cannot-read "$OTHER read a part" || pass private/other-user-cannot-read
-expect_grep private/other-user-denied other.err "Permission denied"
-
 # killed TAG: a run of 2 epochs killed in its final (shared) save, so its
 # newest checkpoint is the node-local one of epoch 1
 local_job=("${job[@]}" --set "checkpoint.local=\"$PWD/nodelocal\"")
@@ -132,6 +127,17 @@ killed() {
     expect_rc "$1/killed" "$1-killed" 137
     root=$(echo nodelocal/cairn-"$(id -u)"-*)
 }
+
+# ---- the node-local tier is private -------------------------------------------------------
+# (a killed run's tree: a run that ends with a shared save removes its parts)
+killed private
+[ -d "$root" ] && pass private/root-named-by-user || fail private/root-named-by-user "$(ls nodelocal)"
+expect_eq private/root-mode "$(stat -c %a "$root")" 700
+expect_eq private/dir-mode "$(stat -c %a "$root"/ckpt-e000001)" 700
+expect_eq private/part-modes "$(stat -c %a "$root"/ckpt-e000001/* | sort -u | xargs)" 600
+runuser -u "$OTHER" -- cat "$root/ckpt-e000001/rank000000" >/dev/null 2>other.err &&
+    fail private/other-user-cannot-read "$OTHER read a part" || pass private/other-user-cannot-read
+expect_grep private/other-user-denied other.err "Permission denied"
 
 # refused_root TAG WHY: the rerun stops with exit 2 saying WHY, and loads nothing
 refused_root() {

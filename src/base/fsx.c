@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -369,6 +370,15 @@ bool fsx_striped(const char *dir)
     for (size_t i = 0; i < sizeof striped / sizeof striped[0]; i++)
         if ((unsigned long)s.f_type == striped[i]) return true;
     return false;
+}
+
+bool fsx_in_memory(const char *dir, double *avail)
+{
+    struct statfs s;
+    struct statvfs v;
+    *avail = statvfs(dir, &v) == 0 ? (double)v.f_bavail * (double)v.f_frsize : 0;
+    if (statfs(dir, &s) != 0) return false;
+    return (unsigned long)s.f_type == 0x01021994 /* tmpfs */ || (unsigned long)s.f_type == 0x858458f6 /* ramfs */;
 }
 
 int fsx_probe_create(const char *path)

@@ -45,10 +45,12 @@ enum { TIER_SHARED = 1, TIER_LOCAL = 2 };
 
 /* What a save did, for the main thread to take in. */
 struct saved {
-    double seconds; /* from its start to its commit */
-    double rate;    /* bytes per second, 0 if it failed */
-    int committed;  /* the tiers it committed */
-    bool local_failed;
+    double seconds;        /* from its start to its commit */
+    double shared_seconds; /* of its shared file alone (0: none written) */
+    double bytes;          /* the state's, every rank's together (0: unknown) */
+    double rate;           /* bytes per second, 0 if it failed */
+    int committed;         /* the tiers it committed */
+    int failed;            /* the tiers it tried and did not commit */
 };
 
 struct ckpt_mgr {
@@ -76,7 +78,11 @@ struct ckpt_mgr {
     char local_root[4400];
     char local_dir[4400];
     bool local_committed;
-    bool skip_local; /* a resume found the node-local tier unusable */
+    bool skip_local;   /* a resume found the node-local tier unusable */
+    bool flushed;      /* this run committed a shared checkpoint */
+    bool local_failed; /* the last node-local save failed: the next one flushes */
+    bool fallback_said;
+    double state_bytes; /* every rank's together: at the start, then as each save found it */
 };
 
 static bool is_root(const struct ckpt_mgr *c) { return c->rt->layout->rank == 0; }
@@ -89,9 +95,22 @@ static const char (*hosts(const struct ckpt_mgr *c))[PLACEMENT_HOST_MAX]
 bool ckpt_enabled(const struct ckpt_mgr *c) { return c && c->spec->every > 0; }
 int64_t ckpt_every(const struct ckpt_mgr *c) { return c->spec->every; }
 double ckpt_longest_save(const struct ckpt_mgr *c) { return c->longest; }
-double ckpt_longest_stop_save(const struct ckpt_mgr *c)
+/* bytes per second of a slow parallel file system (see watch_io) */
+#define CKPT_SLOW_RATE 50e6
+
+/* A stop writes the shared file alone: with a node-local tier its time is
+ * not that of the (quick) node-local saves.  Before one is measured, the
+ * state's bytes at this run's last shared rate, or a slow file system's. */
+static double stop_save_seconds(const struct ckpt_mgr *c)
 {
-    return c->longest_shared > c->longest ? c->longest_shared : c->longest;
+    double shared = c->longest_shared;
+    if (!c->local_dir[0] && c->longest > shared) shared = c->longest;
+    if (shared > 0) return shared;
+    return c->state_bytes / (c->rate > 0 ? c->rate : CKPT_SLOW_RATE);
+}
+double ckpt_stop_seconds(const struct ckpt_mgr *c)
+{
+    return (c->bg ? c->longest : 0) + stop_save_seconds(c);
 }
 bool ckpt_local_tier(const struct ckpt_mgr *c) { return c && c->local_dir[0]; }
 bool ckpt_committed_at(const struct ckpt_mgr *c, const struct ckpt_meta *m)
@@ -148,8 +167,6 @@ static struct saver main_saver(const struct ckpt_mgr *c, struct tensor **tensors
  * system's pace, or at a third of this run's last save rate if that is
  * slower, on top of its timeout.  Every rank: one that holds nothing waits
  * in the same collective I/O as the one that holds the most. */
-#define CKPT_SLOW_RATE 50e6 /* bytes per second */
-
 static void watch_io(const struct ckpt_mgr *c, struct watchdog_lane *lane, double bytes)
 {
     double allow = bytes / CKPT_SLOW_RATE;
@@ -420,39 +437,77 @@ cleanup:
     return rc;
 }
 
-/* The inverse for checkpoint.local: a partner copy guards a part against
- * the loss of its node only if no other node sees it, so the ranks of
- * other nodes must not see rank 0's file there (and those of rank 0's
- * node must). */
-static int check_node_local(struct ckpt_mgr *c)
+/* Rank 0, for check_node_local: saw[r] as it says there. */
+static int name_shared(struct ckpt_mgr *c, const struct placement_nodes *nd, int *saw)
 {
     const struct layout *l = c->rt->layout;
-    int rc = 0, *seen = NULL, other = 0;
+    int rc = 0, other = INT_MAX, lead;
     struct strbuf b = {0};
-    CAIRN_CHECK(token_seen(c, c->local_root, &seen));
-    if (!is_root(c)) goto cleanup;
-    if (!seen) CAIRN_FAIL(CAIRN_EIO, "cannot write to the node-local checkpoint directory %s", c->local_root);
-    for (int r = 0; r < l->size; r++) other |= strcmp(l->hosts[r], l->host) != 0 && seen[r];
-    for (int r = 0; r < l->size; r++) { /* the ranks to name: of other nodes that see it, else of this one that do not */
-        bool here = strcmp(l->hosts[r], l->host) == 0;
-        seen[r] = other ? !here && seen[r] : here && !seen[r];
-    }
-    CAIRN_CHECK(rank_list(c, seen, &b));
-    if (b.len && other)
+    for (int r = 0; r < l->size; r++) other = saw[r] >= 0 && saw[r] < other ? saw[r] : other;
+    for (int r = 0; r < l->size; r++) saw[r] = other < INT_MAX ? saw[r] == other : saw[r] == -2;
+    CAIRN_CHECK(rank_list(c, saw, &b));
+    if (b.len && other < INT_MAX) {
+        lead = nd->rank[nd->start[other]];
         CAIRN_FAIL(CAIRN_EINPUT,
-                   "checkpoint.local = \"%s\" is not node-local: %s see%s the file rank 0 (%s) "
+                   "checkpoint.local = \"%s\" is not node-local: %s see%s the file rank %d (%s) "
                    "wrote there; a partner copy guards against the loss of a node only on storage "
                    "that node has alone (a local disk, /dev/shm), so set checkpoint.local to such a "
                    "directory, or leave it out",
-                   c->spec->local, strbuf_str(&b), strchr(strbuf_str(&b), ',') ? "" : "s", l->host);
+                   c->spec->local, strbuf_str(&b), strchr(strbuf_str(&b), ',') ? "" : "s", lead, l->hosts[lead]);
+    }
     if (b.len)
         CAIRN_FAIL(CAIRN_EINPUT,
-                   "checkpoint.local = \"%s\": %s, on the node of rank 0, cannot see the file rank 0 "
-                   "wrote there; the ranks of a node must share its node-local directory",
-                   c->spec->local, strbuf_str(&b));
+                   "checkpoint.local = \"%s\": %s cannot see the file the lowest rank of %s node wrote "
+                   "there; the ranks of a node must share its node-local directory",
+                   c->spec->local, strbuf_str(&b), strchr(strbuf_str(&b), ',') ? "their" : "its");
 cleanup:
-    free(seen);
     strbuf_free(&b);
+    return rc;
+}
+
+/* The inverse for checkpoint.local, on every node: a partner copy guards
+ * a part against the loss of its node only if no other node sees it.  The
+ * lowest rank of each node leaves a file in the node-local directory and
+ * every rank looks for every node's: it must see its own node's file and
+ * no other's.  Rank 0 names the ranks that do not (the error is rank 0's;
+ * the caller agrees on it). */
+static int check_node_local(struct ckpt_mgr *c)
+{
+    const struct layout *l = c->rt->layout;
+    struct placement_nodes nd = {0};
+    char mine[128] = "", (*names)[128] = NULL, path[4400];
+    int rc = 0, *saw = NULL, look = -1;
+    bool lead = false;
+    CAIRN_CHECK(coll_agree(world(c), placement_nodes(hosts(c), l->size, &nd)));
+    lead = nd.local[l->rank] == 0;
+    if (lead) {
+        snprintf(mine, sizeof mine, ".token-%s-%ld-%lld", l->host, (long)getpid(), (long long)time(NULL));
+        rc = fsx_join(path, sizeof path, c->local_root, mine);
+        if (rc == 0) rc = fsx_write_atomic(path, mine, strlen(mine), FSX_PRIVATE);
+        if (rc) rc = cairn_err_wrap(CAIRN_EIO, "cannot write to the node-local checkpoint directory %s on %s: ",
+                                    c->local_root, l->host);
+    }
+    names = calloc((size_t)l->size, sizeof *names);
+    saw = calloc((size_t)l->size, sizeof *saw);
+    if (rc == 0 && (!names || !saw)) rc = cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    CAIRN_CHECK(coll_agree(world(c), rc));
+    CAIRN_CHECK_MPI(MPI_Allgather(mine, sizeof mine, MPI_CHAR, names, sizeof mine, MPI_CHAR, world(c)));
+    /* look: the first other node whose file this rank sees, else -2 if it
+     * misses its own node's, else -1 */
+    for (int k = 0; k < nd.n && look < 0; k++) {
+        bool seen = fsx_join(path, sizeof path, c->local_root, names[nd.rank[nd.start[k]]]) == 0 &&
+                    access(path, R_OK) == 0;
+        if (k != nd.node_of[l->rank] && seen) look = k;
+        if (k == nd.node_of[l->rank] && !seen) look = -2;
+    }
+    CAIRN_CHECK_MPI(MPI_Gather(&look, 1, MPI_INT, saw, 1, MPI_INT, 0, world(c)));
+    CAIRN_CHECK(coll_barrier(world(c))); /* every rank has looked before a file goes */
+    if (is_root(c)) rc = name_shared(c, &nd, saw);
+cleanup:
+    if (lead && mine[0] && fsx_join(path, sizeof path, c->local_root, mine) == 0) unlink(path);
+    placement_nodes_free(&nd);
+    free(names);
+    free(saw);
     return rc;
 }
 
@@ -1051,23 +1106,28 @@ static int probe(struct ckpt_mgr *c, const char *tmp)
 }
 
 /* A preemption by TERM leaves the job Slurm's KillWait before the KILL:
- * a save longer than that cannot finish.  Said once, by rank 0. */
-static void warn_kill_wait(struct ckpt_mgr *c, double seconds)
+ * a stop whose checkpoint needs longer (ckpt_stop_seconds: a background
+ * save in flight, then the stop's own) cannot finish.  Said once, by rank
+ * 0. */
+static void warn_kill_wait(struct ckpt_mgr *c)
 {
-    double kw = c->rt->kill_wait;
-    if (!is_root(c) || kw <= 0 || seconds <= kw || c->kill_wait_said) return;
+    double kw = c->rt->kill_wait, need = ckpt_stop_seconds(c);
+    if (!is_root(c) || kw <= 0 || need <= kw || c->kill_wait_said) return;
     c->kill_wait_said = true;
-    runlog_line(c->rt->log, "warning: a checkpoint took %.1f s, longer than Slurm's KillWait (%.0f s): "
-                            "a preemption by TERM would kill the job before its save is committed, "
+    runlog_line(c->rt->log, "warning: a checkpoint at a stop takes %.1f s (%s), longer than Slurm's KillWait "
+                            "(%.0f s): a preemption by TERM would kill the job before its save is committed, "
                             "and the rerun would repeat the work since the last one (have Slurm "
                             "signal the job ahead, #SBATCH --signal=B:USR1@SECONDS, or ask for a "
-                            "longer KillWait or GraceTime)", seconds, kw);
+                            "longer KillWait or GraceTime)", need,
+                c->bg ? "a background save in flight, then the stop's own save to the shared directory"
+                      : "its save to the shared directory", kw);
 }
 
 /* Write and commit the shared checkpoint file of m's position with s:
  * every rank returns the same result (0, or the failure to hand to
  * failed()); *seconds, the time it took. */
-static int save_shared(struct ckpt_mgr *c, const struct saver *s, const struct ckpt_meta *m, double *seconds)
+static int save_shared(struct ckpt_mgr *c, const struct saver *s, const struct ckpt_meta *m, double *seconds,
+                       double *state)
 {
     char name[256], tmp[4400];
     struct ckpt_io io = {0};
@@ -1080,6 +1140,7 @@ static int save_shared(struct ckpt_mgr *c, const struct saver *s, const struct c
     if (rc == 0 && is_root(c)) rc = probe(c, tmp);
     rc = coll_agree(s->world, rc);
     if (rc == 0) rc = file_write(c, s, tmp, m, &io, &bytes);
+    if (bytes > 0) *state = bytes;
     if (rc == 0) {
         watch_io(c, s->lane, bytes); /* the commit syncs the file again on rank 0 */
         doing_all(c, s->lane, "committing the checkpoint of epoch %lld step %lld (rank 0 syncs and renames it)",
@@ -1148,7 +1209,8 @@ cleanup:
 /* Write and commit the node-local checkpoint of m's position with s:
  * every rank's part on its node, a partner copy on the next, the manifest
  * in the shared directory. */
-static int save_local(struct ckpt_mgr *c, const struct saver *s, const struct ckpt_meta *m, double *seconds)
+static int save_local(struct ckpt_mgr *c, const struct saver *s, const struct ckpt_meta *m, double *seconds,
+                      double *state)
 {
     int rc = 0;
     char name[256];
@@ -1159,6 +1221,7 @@ static int save_local(struct ckpt_mgr *c, const struct saver *s, const struct ck
     double bytes = 0, t0 = clock_now();
     local_name(m, name, sizeof name);
     CAIRN_CHECK(state_bytes(c, s, &bytes));
+    *state = bytes;
     watch_io(c, s->lane, 2 * bytes); /* each part and its partner copy */
     doing_all(c, s->lane, "saving the node-local checkpoint of epoch %lld step %lld (every rank's part "
               "and its partner copy)", (long long)m->epoch, (long long)m->step);
@@ -1183,9 +1246,36 @@ cleanup:
     return rc;
 }
 
+/* A stop's shared checkpoint supersedes every node-local one (a resume
+ * takes the shared one at the same position or newer), whose parts hold
+ * the nodes' storage, RAM in /dev/shm, for good once the job ends: rank 0
+ * unlists them (the index first, then the manifests), then every node of
+ * this run removes its tree.  Collective on s->world; best effort (a
+ * node-local checkpoint left older than the shared one is never loaded,
+ * and the next node-local commit on that node prunes it). */
+static void drop_local(struct ckpt_mgr *c, const struct saver *s, const struct ckpt_meta *m)
+{
+    struct ckpt_index idx = {0}, none = {0};
+    struct ckpt_view v;
+    struct tensor **t = NULL;
+    char path[4400], at[96];
+    if (is_root(c) && ckpt_index_read(c->local_dir, &idx) == 0 && idx.n &&
+        ckpt_index_write_tmp(c->local_dir, &none) == 0 && ckpt_index_commit_tmp(c->local_dir, NULL) == 0) {
+        for (int i = 0; i < idx.n; i++)
+            if (fsx_join(path, sizeof path, c->local_dir, idx.v[i].file) == 0) unlink(path);
+        runlog_line(c->rt->log, "the checkpoint %s in %s supersedes the node-local ones: removed from the "
+                                "nodes of this run (%s)", ckpt_position(m->epoch, m->step, at, sizeof at),
+                    c->dir, c->local_root);
+    }
+    ckpt_index_free(&idx);
+    if (saver_view(c, s, &v, &t) == 0) ckpt_local_prune(&v, hosts(c), c->local_root, NULL);
+    free(t);
+}
+
 /* Save m's position with s to the tiers asked for: the node-local one
  * first (it is quick), then the shared file.  A node-local save that fails
- * does not keep a flush from being tried. */
+ * does not keep a flush from being tried.  Every rank returns the same
+ * result and out->failed: the next save's tiers follow it. */
 static int save_with(struct ckpt_mgr *c, const struct saver *s, const struct ckpt_meta *m, int tiers,
                      struct saved *out)
 {
@@ -1194,21 +1284,34 @@ static int save_with(struct ckpt_mgr *c, const struct saver *s, const struct ckp
     char why[2048] = "";
     *out = (struct saved){0};
     if (tiers & TIER_LOCAL) {
-        lrc = save_local(c, s, m, &seconds);
+        lrc = coll_agree(s->world, save_local(c, s, m, &seconds, &out->bytes));
         if (lrc) snprintf(why, sizeof why, "%s", cairn_errmsg());
-        else out->committed |= TIER_LOCAL;
+        out->committed |= lrc ? 0 : TIER_LOCAL;
+        out->failed |= lrc ? TIER_LOCAL : 0;
     }
     if (tiers & TIER_SHARED) {
-        rc = save_shared(c, s, m, &seconds);
-        if (rc == 0) out->committed |= TIER_SHARED;
+        rc = save_shared(c, s, m, &out->shared_seconds, &out->bytes);
+        out->committed |= rc ? 0 : TIER_SHARED;
+        out->failed |= rc ? TIER_SHARED : 0;
+        if (rc == 0 && c->local_dir[0] && !(tiers & TIER_LOCAL)) drop_local(c, s, m); /* a stop's */
     }
-    if (lrc && rc == 0) {
-        out->local_failed = true;
-        rc = cairn_err_set(lrc, __FILE__, __LINE__, "%s", why);
-    }
+    if (lrc && rc == 0) rc = cairn_err_set(lrc, __FILE__, __LINE__, "%s", why);
     out->seconds = clock_now() - t0;
     out->rate = c->rate;
     return rc;
+}
+
+/* A node-local save failed (a full /dev/shm, a dead disk): the next save
+ * goes to the shared file too, so that the tier loses one epoch at most,
+ * not flush_every of them.  Said once a run, by rank 0. */
+static void local_fell_back(struct ckpt_mgr *c)
+{
+    c->local_failed = true;
+    if (!is_root(c) || c->fallback_said) return;
+    c->fallback_said = true;
+    runlog_line(c->rt->log, "note: a node-local save failed, so the next save goes to the shared directory "
+                            "%s too (so does the one after every node-local save that fails; said once)",
+                c->dir);
 }
 
 /* The main thread takes in the outcome of the save of m: statistics, or
@@ -1216,14 +1319,18 @@ static int save_with(struct ckpt_mgr *c, const struct saver *s, const struct ckp
 static int take_outcome(struct ckpt_mgr *c, const struct ckpt_meta *m, int rc, const struct saved *out)
 {
     if (out->committed & TIER_LOCAL) c->local_committed = true;
+    if (out->committed & TIER_LOCAL) c->local_failed = false;
     if (out->committed & TIER_SHARED) {
         c->last = *m;
-        c->committed = true;
+        c->committed = c->flushed = true;
     }
-    if (rc) return failed(c, out->local_failed ? "node-local checkpoint" : "checkpoint", m, rc);
+    if (out->bytes > 0) c->state_bytes = out->bytes;
+    if (out->shared_seconds > c->longest_shared) c->longest_shared = out->shared_seconds;
+    if (rc) rc = failed(c, out->failed == TIER_LOCAL ? "node-local checkpoint" : "checkpoint", m, rc);
+    if (rc == 0 && out->failed & TIER_LOCAL) local_fell_back(c);
+    if (rc || out->failed) return rc;
     if (out->seconds > c->longest) c->longest = out->seconds;
-    if (out->committed & TIER_SHARED && out->seconds > c->longest_shared) c->longest_shared = out->seconds;
-    warn_kill_wait(c, out->seconds);
+    warn_kill_wait(c);
     return 0;
 }
 
@@ -1270,6 +1377,23 @@ static int save_background(struct ckpt_mgr *c, const struct ckpt_meta *m, int ti
     return 0;
 }
 
+int ckpt_ready(struct ckpt_mgr *c)
+{
+    if (!ckpt_enabled(c)) return 0;
+    struct ckpt_view v;
+    struct tensor **t = NULL;
+    char setting[4200];
+    snprintf(setting, sizeof setting, "checkpoint.local = \"%s\"", c->spec->local ? c->spec->local : "");
+    int rc = coll_agree(world(c), make_view(c, &v, &t));
+    if (rc == 0) {
+        struct saver s = main_saver(c, t);
+        rc = state_bytes(c, &s, &c->state_bytes); /* what a stop writes, before a save is measured */
+    }
+    if (rc == 0 && c->local_dir[0]) rc = ckpt_local_check_room(&v, hosts(c), c->local_root, setting);
+    free(t);
+    return rc;
+}
+
 int ckpt_wait(struct ckpt_mgr *c)
 {
     if (!c || !ckpt_bg_busy(c->bg)) return 0;
@@ -1309,14 +1433,15 @@ static int save_now(struct ckpt_mgr *c, const struct ckpt_meta *m, int tiers)
 }
 
 /* With a node-local tier a save goes to the nodes, and also to the
- * shared directory when this run has not committed one there yet (after a
- * resume from the nodes, the state is again in two places at once), when
- * flush_every epochs have passed since, and whenever the job stops (now:
- * there alone, the rerun may have other nodes). */
+ * shared directory when this run has not committed one there yet (fresh
+ * or resumed from either tier: its first save also measures what a stop
+ * will cost), after a node-local save failed, when flush_every epochs
+ * have passed since, and whenever the job stops (now: there alone, the
+ * rerun may have other nodes). */
 static int save_tiers(const struct ckpt_mgr *c, const struct ckpt_meta *m, bool now)
 {
     if (!c->local_dir[0] || now) return TIER_SHARED;
-    bool flush = !c->committed || m->epoch - c->last.epoch >= c->spec->flush_every;
+    bool flush = !c->flushed || c->local_failed || m->epoch - c->last.epoch >= c->spec->flush_every;
     return flush ? TIER_LOCAL | TIER_SHARED : TIER_LOCAL;
 }
 

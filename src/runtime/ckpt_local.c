@@ -386,16 +386,20 @@ static int check_copy(const char *path, int r, const struct ckpt_local_manifest 
     return 0;
 }
 
-/* Offer the copies on this node: keys[r] for every rank, *bad the first
- * rank + 1 whose copy here disagrees with the manifest (0: none). */
+/* Copies set aside (excl[r]): rank r's own one, its partner copy. */
+enum { EXCL_OWN = 1, EXCL_PARTNER = 2 };
+
+/* Offer the copies on this node that excl does not set aside and that
+ * agree with the manifest: keys[r] for every rank; bad[r], whether a copy
+ * of r here disagrees with it. */
 static void scan_node(const struct ckpt_view *v, const struct placement_nodes *nd, const char *root,
-                      const char *name, const struct ckpt_local_manifest *man, long long *keys,
-                      int *bad, char *why, size_t why_size)
+                      const char *name, const struct ckpt_local_manifest *man, const unsigned char *excl,
+                      long long *keys, unsigned char *bad)
 {
     int size = v->plan->nranks;
     char dir[4400], path[4400];
     for (int r = 0; r < size; r++) keys[r] = KEY_NONE;
-    *bad = 0;
+    memset(bad, 0, (size_t)size);
     struct stat st;
     if (fsx_join(dir, sizeof dir, root, name) || lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
         return; /* a link in place of the position's directory is not followed */
@@ -406,12 +410,11 @@ static void scan_node(const struct ckpt_view *v, const struct placement_nodes *n
         const char *num = partner ? de->d_name + 7 : strncmp(de->d_name, "rank", 4) == 0 ? de->d_name + 4 : NULL;
         char tail = 0;
         if (!num || strlen(num) != 6 || strspn(num, "0123456789") != 6 || sscanf(num, "%d%c", &r, &tail) != 1 || r >= size ||
-            !offers(v, nd, r))
+            !offers(v, nd, r) || excl[r] & (partner ? EXCL_PARTNER : EXCL_OWN))
             continue;
         if (fsx_join(path, sizeof path, dir, de->d_name)) continue;
         if (check_copy(path, r, man)) {
-            if (!*bad) snprintf(why, why_size, "%s", cairn_errmsg());
-            if (!*bad || r + 1 < *bad) *bad = r + 1;
+            bad[r] = 1;
             continue;
         }
         long long key = (nd->node_of[r] == nd->node_of[v->rank] ? 0 : 2LL * size) + (partner ? size : 0) + v->rank;
@@ -630,25 +633,107 @@ cleanup:
     return rc;
 }
 
-/* Which copy of each part to use (keys, the same on every rank), agreed:
- * none disagrees with the manifest, and every part has one. */
-static int find_copies(const struct ckpt_view *v, const struct placement_nodes *nd, const char *root, const char *name,
-                       const struct ckpt_local_manifest *man, long long *keys)
+/* Why this rank's node has no good copy of rank r's part, if it has a
+ * bad one (check_copy's reason), else 0. */
+static int why_bad(const struct ckpt_view *v, const struct placement_nodes *nd, const char *root,
+                   const char *name, const struct ckpt_local_manifest *man, int r)
 {
-    int rc = 0, size = v->plan->nranks, bad = 0;
-    char why[512] = "";
-    scan_node(v, nd, root, name, man, keys, &bad, why, sizeof why);
+    char path[4400];
+    struct stat st;
+    for (int partner = 0; partner < 2 && offers(v, nd, r); partner++)
+        if (part_path(path, sizeof path, root, name, partner ? "partner" : "rank", r) == 0 &&
+            lstat(path, &st) == 0 && check_copy(path, r, man))
+            return CAIRN_ECORRUPT;
+    return 0;
+}
+
+/* Which copy of each part to use (keys, the same on every rank), agreed:
+ * one that agrees with the manifest and excl does not set aside.  A bad
+ * copy costs nothing while a good one is left (a partner copy stands in
+ * for a damaged own copy); a part without one fails the load, saying why. */
+static int find_copies(const struct ckpt_view *v, const struct placement_nodes *nd, const char *root, const char *name,
+                       const struct ckpt_local_manifest *man, const unsigned char *excl, long long *keys)
+{
+    int rc = 0, size = v->plan->nranks, r = 0;
+    unsigned char *bad = malloc((size_t)size);
+    CAIRN_CHECK(coll_agree(v->comm, bad ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory")));
+    scan_node(v, nd, root, name, man, excl, keys, bad);
     CAIRN_CHECK(coll_allreduce(MPI_IN_PLACE, keys, size, MPI_LONG_LONG, MPI_MIN, v->comm));
-    int first_bad = bad ? bad : INT_MAX;
-    CAIRN_CHECK(coll_allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT, MPI_MIN, v->comm));
-    if (first_bad != INT_MAX) /* the rank that found it says why */
-        CAIRN_CHECK(coll_agree(v->comm, bad == first_bad ? cairn_err_set(CAIRN_ECORRUPT, __FILE__, __LINE__,
-                                                                          "%s", why) : 0));
-    for (int r = 0; r < size; r++)
-        if (keys[r] == KEY_NONE)
-            CAIRN_FAIL(CAIRN_ENOCKPT, "no node of this run holds rank %d's part (%s on nodes it does not "
-                       "have)", r, nd->n < 2 ? "its copy was" : "its own copy and its partner copy were");
+    while (r < size && keys[r] != KEY_NONE) r++;
+    if (r == size) goto cleanup;
+    /* the rank that found a bad copy of it says why */
+    CAIRN_CHECK(coll_agree(v->comm, bad[r] ? why_bad(v, nd, root, name, man, r) : 0));
+    CAIRN_FAIL(CAIRN_ENOCKPT, "no node of this run holds rank %d's part (%s on nodes it does not have)", r,
+               nd->n < 2 ? "its copy was" : "its own copy and its partner copy were");
 cleanup:
+    free(bad);
+    return rc;
+}
+
+/* One try at the parts: a copy of each (none that excl sets aside) to
+ * its owner, into *buf (the caller frees).  Agreed on every rank. */
+static int fetch_parts(const struct ckpt_view *v, const struct placement_nodes *nd, const char *root,
+                       const char *name, const struct ckpt_local_manifest *man, const unsigned char *excl,
+                       long long *keys, char **buf)
+{
+    int rc = 0, size = v->plan->nranks;
+    char **served = calloc((size_t)size, sizeof *served);
+    struct posts sends = {0}, recvs = {0};
+    CAIRN_CHECK(coll_agree(v->comm, served ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory")));
+    CAIRN_CHECK(find_copies(v, nd, root, name, man, excl, keys));
+    /* each step is agreed before the next: no rank posts messages that a
+     * failed peer would never match */
+    CAIRN_CHECK(coll_agree(v->comm, prepare_moves(v, root, name, man, keys, served, buf, &sends, &recvs)));
+    CAIRN_CHECK(coll_agree(v->comm, move_parts(v, man, keys, served, *buf, &sends, &recvs)));
+cleanup:
+    for (int r = 0; served && r < size; r++) free(served[r]);
+    free(served);
+    posts_free(&sends);
+    posts_free(&recvs);
+    return rc;
+}
+
+/* Fetch and check every rank's part; a copy that fails its check (its
+ * header's or data's checksum) is set aside and the part fetched again
+ * from another copy (a partner copy for a damaged own one).  Each round
+ * sets one copy aside at least, so it ends: with every part good, or
+ * with a part left without copies, failing with the reason its last copy
+ * failed.  *buf: this rank's part (the caller frees). */
+static int fetch_good_parts(const struct ckpt_view *v, const struct placement_nodes *nd, const char *root,
+                            const char *name, const struct ckpt_local_manifest *man, const struct part *mine,
+                            long long *keys, char **buf)
+{
+    int rc = 0, size = v->plan->nranks;
+    char damaged[1024] = "";
+    unsigned char *excl = calloc((size_t)size, 1);
+    int *failed = calloc((size_t)size, sizeof *failed);
+    CAIRN_CHECK(coll_agree(v->comm, excl && failed ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__,
+                                                                        "out of memory")));
+    for (;;) {
+        free(*buf);
+        *buf = NULL;
+        rc = fetch_parts(v, nd, root, name, man, excl, keys, buf);
+        if (rc == CAIRN_ENOCKPT && damaged[0]) /* its last copy was set aside: say why */
+            CAIRN_FAIL(CAIRN_ECORRUPT, "%s", damaged);
+        CAIRN_CHECK(rc);
+        int crc = check_part(v, mine, *buf, man->parts[v->rank].bytes, man);
+        memset(failed, 0, (size_t)size * sizeof *failed);
+        failed[v->rank] = crc != 0;
+        CAIRN_CHECK(coll_allreduce(MPI_IN_PLACE, failed, size, MPI_INT, MPI_MAX, v->comm));
+        bool any = false;
+        for (int r = 0; r < size; r++) any |= failed[r] != 0;
+        if (!any) break;
+        coll_agree(v->comm, crc); /* fails alike everywhere, with the lowest failing rank's reason */
+        snprintf(damaged, sizeof damaged, "%s", cairn_errmsg());
+        for (int r = 0; r < size; r++) {
+            bool partner;
+            holder_of(keys[r], size, &partner);
+            excl[r] |= failed[r] ? (partner ? EXCL_PARTNER : EXCL_OWN) : 0;
+        }
+    }
+cleanup:
+    free(excl);
+    free(failed);
     return rc;
 }
 
@@ -659,10 +744,9 @@ int ckpt_local_read(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOS
     int rc = 0, size = v->plan->nranks;
     char identity[17];
     long long *keys = NULL;
-    char *buf = NULL, **served = NULL;
+    char *buf = NULL;
     struct placement_nodes nd = {0};
     struct part mine = {0};
-    struct posts sends = {0}, recvs = {0};
     double t0 = clock_now();
     *partners = 0;
     who[0] = '\0';
@@ -672,16 +756,10 @@ int ckpt_local_read(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOS
                    man->world == size ? " of another layout or other settings" : "", size);
     rc = placement_nodes(hosts, size, &nd);
     if (rc == 0) rc = part_make(v, identity, &man->meta, &mine); /* which blobs: the records */
-    if (rc == 0 && (!(keys = malloc((size_t)size * sizeof *keys)) ||
-                    !(served = calloc((size_t)size, sizeof *served))))
+    if (rc == 0 && !(keys = malloc((size_t)size * sizeof *keys)))
         rc = cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
     CAIRN_CHECK(coll_agree(v->comm, rc));
-    CAIRN_CHECK(find_copies(v, &nd, root, name, man, keys));
-    /* each step is agreed before the next: no rank posts messages that a
-     * failed peer would never match */
-    CAIRN_CHECK(coll_agree(v->comm, prepare_moves(v, root, name, man, keys, served, &buf, &sends, &recvs)));
-    CAIRN_CHECK(coll_agree(v->comm, move_parts(v, man, keys, served, buf, &sends, &recvs)));
-    CAIRN_CHECK(coll_agree(v->comm, check_part(v, &mine, buf, man->parts[v->rank].bytes, man)));
+    CAIRN_CHECK(fetch_good_parts(v, &nd, root, name, man, &mine, keys, &buf));
     CAIRN_CHECK(coll_agree(v->comm, apply_part(&mine, buf)));
     CAIRN_CHECK(coll_agree(v->comm, spread_replicated(v)));
     for (int r = 0; r < size; r++) {
@@ -695,12 +773,8 @@ int ckpt_local_read(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOS
     io->bytes = man->parts[v->rank].bytes;
     io->seconds = clock_now() - t0;
 cleanup:
-    for (int r = 0; served && r < size; r++) free(served[r]);
-    free(served);
     free(buf);
     free(keys);
-    posts_free(&sends);
-    posts_free(&recvs);
     part_free(&mine);
     placement_nodes_free(&nd);
     return rc;
@@ -738,10 +812,75 @@ void ckpt_local_prune(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_H
     struct dirent *de;
     char path[4400];
     while (d && (de = readdir(d)))
-        if (strncmp(de->d_name, "ckpt-", 5) == 0 && strcmp(de->d_name, keep) != 0 &&
+        if (strncmp(de->d_name, "ckpt-", 5) == 0 && (!keep || strcmp(de->d_name, keep) != 0) &&
             fsx_join(path, sizeof path, root, de->d_name) == 0)
             remove_tree(path);
     if (d) closedir(d);
+}
+
+/* ---- room ------------------------------------------------------------------------ */
+
+#define PAGE ((uint64_t)4096) /* in memory a file takes whole pages */
+
+/* This rank's part of v's state: its file's bytes, about. */
+static uint64_t part_bytes(const struct ckpt_view *v)
+{
+    int nb = v->group >= 0 ? v->plan->groups[v->group].n_blobs : 0;
+    uint64_t bytes = sizeof(struct part_head);
+    for (int b = 0; b < nb; b++)
+        if (holds(v, b)) bytes += sizeof(struct part_rec) + tensor_bytes(v->tensors[b]);
+    return (bytes + PAGE - 1) / PAGE * PAGE;
+}
+
+/* The bytes the files of this job's tree on this node take. */
+static double tree_bytes(const char *root)
+{
+    double sum = 0;
+    DIR *d = opendir(root), *e;
+    struct dirent *de, *f;
+    char sub[4400], path[4400];
+    struct stat st;
+    while (d && (de = readdir(d))) {
+        if (strncmp(de->d_name, "ckpt-", 5) != 0 || fsx_join(sub, sizeof sub, root, de->d_name)) continue;
+        e = lstat(sub, &st) == 0 && S_ISDIR(st.st_mode) ? opendir(sub) : NULL;
+        while (e && (f = readdir(e)))
+            if (fsx_join(path, sizeof path, sub, f->d_name) == 0 && lstat(path, &st) == 0 && S_ISREG(st.st_mode))
+                sum += (double)st.st_blocks * 512;
+        if (e) closedir(e);
+    }
+    if (d) closedir(d);
+    return sum;
+}
+
+int ckpt_local_check_room(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOST_MAX],
+                          const char *root, const char *setting)
+{
+    int rc = 0, size = v->plan->nranks;
+    struct placement_nodes nd = {0};
+    uint64_t mine = part_bytes(v), *parts = malloc((size_t)size * sizeof *parts);
+    double need = 0, avail = 0;
+    rc = placement_nodes(hosts, size, &nd);
+    if (rc == 0 && !parts) rc = cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    CAIRN_CHECK(coll_agree(v->comm, rc));
+    CAIRN_CHECK_MPI(MPI_Allgather(&mine, 1, MPI_UINT64_T, parts, 1, MPI_UINT64_T, v->comm));
+    int k = nd.node_of[v->rank];
+    for (int r = 0; r < size; r++) {
+        int p = partner_of(&nd, r);
+        need += (double)(nd.node_of[r] == k ? parts[r] : 0) + (double)(p >= 0 && nd.node_of[p] == k ? parts[r] : 0);
+    }
+    need *= 2; /* the new checkpoint beside the one before, until it commits */
+    if (nd.local[v->rank] == 0 && fsx_in_memory(root, &avail) && avail + tree_bytes(root) < need)
+        rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
+                           "%s is in memory (tmpfs) on %s, with room for %.1f MB, but that node will hold "
+                           "%.1f MB of node-local checkpoints (its ranks' parts%s, twice while a save "
+                           "commits): give it more room, use a local disk, or leave checkpoint.local out",
+                           setting, hosts[v->rank], (avail + tree_bytes(root)) / 1e6, need / 1e6,
+                           nd.n > 1 ? " and the partner copies it keeps" : "");
+    CAIRN_CHECK(coll_agree(v->comm, rc));
+cleanup:
+    free(parts);
+    placement_nodes_free(&nd);
+    return rc;
 }
 
 /* ---- the manifest ----------------------------------------------------------------- */

@@ -347,15 +347,15 @@ cleanup:
 
 /* ---- preemption ------------------------------------------------------------- */
 
-/* Stop this far before the job's end: the longest checkpoint and step so
- * far, with room to spare, unless slurm.time_margin says otherwise.  A
- * stop with a background save in flight finishes it first: two saves. */
+/* Stop this far before the job's end: what the stop's checkpoint needs
+ * (ckpt_stop_seconds: a background save in flight finishes first) and the
+ * longest step so far, with room to spare, unless slurm.time_margin says
+ * otherwise. */
 static double time_margin(const struct runtime *rt)
 {
     double m = rt->plan->job->slurm.time_margin;
     if (m > 0) return m;
-    double saves = ckpt_async(rt->ckpt) ? 2 : 1;
-    return 1.25 * (saves * ckpt_longest_stop_save(rt->ckpt) + rt->longest_step) + 5;
+    return 1.25 * (ckpt_stop_seconds(rt->ckpt) + rt->longest_step) + 5;
 }
 
 /* Rank 0: the Slurm job's end time, asked again at most once a minute
@@ -575,9 +575,10 @@ static int start(struct runtime *rt, struct ckpt_meta *m)
         if (is_root(rt))
             runlog_line(rt->log, "resuming %s%s (init skipped)", ckpt_position(m->epoch, m->step, at, sizeof at),
                         m->done ? ", after which a stop blob held" : "");
-        return 0;
+        return ckpt_ready(rt->ckpt);
     }
     CAIRN_CHECK(run_phase(rt, PHASE_INIT));
+    CAIRN_CHECK(ckpt_ready(rt->ckpt));
     CAIRN_CHECK(save_settled(rt, m, false));
 cleanup:
     return rc;
