@@ -48,8 +48,8 @@ static bool settle(MPI_Request *r, int n, double wait);
  * end at once, quietly, with this cause: a ring that went on would take
  * the ranks that end for a lost peer for lost ones, and name live ranks.
  * A stopped rank that is continued reads it before it looks at its own
- * predecessor.  r: room for size requests.  Bounded (a second; a send to
- * a lost rank may also end this process, which ends next anyway). */
+ * predecessor.  r: room for size requests.  Bounded (a send to a lost
+ * rank never ends, and may also end this process, which ends next). */
 static void tell_all(struct liveness *l, const char *line, MPI_Request *r)
 {
     int n = 0;
@@ -57,7 +57,7 @@ static void tell_all(struct liveness *l, const char *line, MPI_Request *r)
         if (MPI_Isend(line, (int)strlen(line) + 1, MPI_CHAR, (l->me + k) % l->size, TAG_LOST, l->comm, &r[n]) ==
             MPI_SUCCESS)
             n++;
-    settle(r, n, 1.0);
+    settle(r, n, 0.25); /* eager and small: the live ranks' leave at once */
 }
 
 static _Noreturn void silent(struct liveness *l, double quiet)
