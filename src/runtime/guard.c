@@ -127,7 +127,9 @@ static bool ask_peers(void *arg, const char *key, int first, int n, char *out, s
     char **answers = calloc((size_t)n, sizeof *answers);
     if (!answers) return false;
     int asked = liveness_ask(rt->liveness, first, n, ASK_SECONDS, answers);
-    if (asked > 0) guard_roll_text((const char(*)[PLACEMENT_HOST_MAX])l->hosts, l->rank, key, first, all, n, answers, out, size);
+    if (asked > 0)
+        guard_roll_text((const char(*)[PLACEMENT_HOST_MAX])l->hosts, l->rank, key, first, all, n, answers,
+                        out, size);
     for (int i = 0; i < n; i++) free(answers[i]);
     free(answers);
     return asked > 0;
