@@ -44,10 +44,10 @@ int liveness_start(MPI_Comm world, double silence, const char *who, const char *
  * The messages go on the ring's communicator, never on one a collective
  * may be stuck on.  Returns the number of ranks asked (0 for a NULL l). */
 int liveness_ask(struct liveness *l, int first, int n, double wait, char **answers);
-/* This rank ends for `line` (its watchdog fired): every other rank ends
- * too, quietly, as for a loss another rank found, rather than take this
- * one for lost (not collective; any thread; at most about a second;
- * accepts NULL).  The process must end next. */
+/* This rank ends for `line` (the ring's finding): every other rank ends
+ * too, quietly, as told, rather than take this one for lost (not
+ * collective; any thread; bounded; accepts NULL).  The process must end
+ * next. */
 void liveness_tell(struct liveness *l, const char *line);
 /* Collective on world: the ranks keep beating until all have arrived,
  * then stop (accepts NULL, NULLs *l). */

@@ -21,13 +21,13 @@
 enum { ASK_MAX = 1024, NAMED_MAX = 3 };
 #define ASK_SECONDS 3.0
 
-/* The watchdog ends this rank: its words, then the ring tells the others,
- * which end at once instead of naming this rank as a lost one. */
-static void watchdog_words(void *arg, const char *line)
+/* The watchdog ends this rank.  It does not tell the others as the ring
+ * does (liveness_tell): their watchdogs, stuck in the same work, may be
+ * asking their own roll call, and each rank's line says what it waited
+ * for; the launcher, or cairn.sbatch after LAUNCH_GRACE, ends them. */
+static void watchdog_words(void *rt, const char *line)
 {
-    struct runtime *rt = arg;
     runtime_last_words(rt, cairn_exit_code(CAIRN_ERUNTIME), "stalled", line);
-    liveness_tell(rt->liveness, line);
 }
 
 /* A loss another rank found ends this one too, with that rank's words
