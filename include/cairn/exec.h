@@ -47,5 +47,8 @@ const char *runtime_exit_kind(int rc);
  * be gone, a rerun may help).  Bounded (a hung file system cannot hold the
  * exit up for more than a few seconds); safe from any thread. */
 void runtime_last_words(const struct runtime *rt, int code, const char *kind, const char *line);
+/* The same, the line to cairn.log only if log: a rank that ends for a
+ * cause another rank found and logged leaves that rank's words. */
+void runtime_exit_words(const struct runtime *rt, int code, const char *kind, const char *line, bool log);
 
 #endif

@@ -6,18 +6,26 @@
  * says so and ends its process with exit 3, and the launcher ends the
  * rest: a lost node is noticed by cairn within about `silence`, whatever
  * Slurm's node timeout.  One message each way per rank and second, on a
- * communicator of its own; nothing grows with the number of ranks. */
+ * communicator of its own; nothing grows with the number of ranks.
+ *
+ * A loss is reported once: the rank that finds it sends its line to every
+ * other rank, which ends at once (exit 3) without a word of its own, its
+ * RUN_DIR/exit_status left to that line.  Otherwise its successor would
+ * take it, ended for a lost peer, for a lost one itself, and so on round
+ * the ring.  O(ranks) messages, once, from the one rank. */
 #ifndef CAIRN_LIVENESS_H
 #define CAIRN_LIVENESS_H
 
 #include <mpi.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 struct liveness;
 
 /* Called once, from the liveness thread, with the message (one line, no
- * newline), before the process ends with exit 3. */
-typedef void liveness_lost_fn(void *arg, const char *line);
+ * newline), before the process ends with exit 3: found, this rank found
+ * the loss; else another rank did and sent its line. */
+typedef void liveness_lost_fn(void *arg, const char *line, bool found);
 /* What this rank does now, for a peer that asks (see liveness_ask). */
 typedef void liveness_where_fn(void *arg, char *out, size_t size);
 
@@ -36,6 +44,11 @@ int liveness_start(MPI_Comm world, double silence, const char *who, const char *
  * The messages go on the ring's communicator, never on one a collective
  * may be stuck on.  Returns the number of ranks asked (0 for a NULL l). */
 int liveness_ask(struct liveness *l, int first, int n, double wait, char **answers);
+/* This rank ends for `line` (the ring's finding): every other rank ends
+ * too, quietly, as told, rather than take this one for lost (not
+ * collective; any thread; bounded; accepts NULL).  The process must end
+ * next. */
+void liveness_tell(struct liveness *l, const char *line);
 /* Collective on world: the ranks keep beating until all have arrived,
  * then stop (accepts NULL, NULLs *l). */
 void liveness_stop(struct liveness **l);

@@ -137,6 +137,22 @@ expect_rc liveness/rerun lv-rerun 0
 expect_grep liveness/resumed lv-rerun.out "resuming after epoch 1 "
 expect_eq liveness/result "$(metric lv/metrics.jsonl log result)" "$(metric wd-ref/metrics.jsonl log result)"
 
+# A loss is reported once, by the rank that found it: rank 1 of 4 freezes
+# (SIGSTOP) in epoch 2's save; its successor, rank 2, finds it silent,
+# confirms that it gives no answer, names it and tells the others, which
+# end at once and name nobody.  mpirun here waits 10 s before it kills the
+# ranks left after one exits (odls_base_sigkill_timeout, as cairn.sbatch
+# sets it): a ring that went on would then take rank 2, which ended on
+# purpose, for a lost one (and rank 3 in turn).
+OMPI_MCA_odls_base_sigkill_timeout=10 CAIRN_FAULT=freeze:write:1:2 mpi lv4 4 run "$JOBS/counter.cfg" \
+    --run-dir lv4 --set groups.0.ranks=4 --set watchdog.liveness=3 --set watchdog.timeout=100
+expect_rc liveness/once/exit lv4 3
+expect_count liveness/once/one-finding lv4.err "has not been heard from" 1
+expect_grep liveness/once/names-the-silent lv4.err "cairn: rank 2 \([^)]+\): rank 1 \([^)]+\) has not been heard from for [0-9]+ s \(watchdog.liveness 3 s\)"
+expect_count liveness/once/logged-once lv4/cairn.log "has not been heard from" 1
+expect_grep liveness/once/exit-status lv4/exit_status "^3 lost: rank 2 \([^)]+\): rank 1 \([^)]+\) has not been heard from"
+expect_count liveness/once/no-other-named lv4/exit_status "rank [023] \([^)]+\) (has not been heard|do)" 0
+
 # Each lane is watched on its own: an op that never ends (a 60 s sleep
 # standing in for a collective hung on a dead peer) ends the run after
 # watchdog.timeout beside a report step that logs every 100 ms, and in a

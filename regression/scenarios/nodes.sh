@@ -201,6 +201,7 @@ lose_node() {
     # failing ("lost"); the output names which.
     [ "$how" = slurm-first ] ||
         expect_grep "$tag/death-explained" "$tag.out" "watchdog: no progress for 1[0-9] s \(watchdog.timeout 10 s\) in (epoch 2 step [0-9]+: (task|agreeing whether to stop here)|saving the checkpoint of epoch $paused step 0 )|srun: error: node[12]: tasks? [0-9,-]+: (Killed|Broken pipe|Terminated|Segmentation fault)|ORTE has lost communication with a remote daemon|exited on signal [0-9]+ \((Killed|Broken pipe|Terminated|Segmentation fault)\)|3 lost: rank [0-9]+ \(node[12]\)"
+    blame "$tag" "$2"
     expect_grep "$tag/again-on-the-nodes-left" "$tag.out" "cairn.sbatch: 1 of 3 nodes do not answer; running again on node1,node2, "
     expect_grep "$tag/finished-in-place" "$tag.out" "cairn.sbatch: cairn exited with 0"
     expect_count "$tag/not-requeued" "$tag.out" "requeueing" 0
@@ -231,6 +232,34 @@ lose_node() {
     fi
     same_bytes "$tag/model-as-uninterrupted" base/model.h5 "$tag/model.h5"
     [ "$how" = cut ] || "$NODES" restart "$cluster" 3
+}
+
+# blame TAG LAUNCHER: a loss is reported once.  The rank of the ring that
+# finds its predecessor silent logs it and tells every other rank, which
+# ends at once without a word: at most one finding from node1 and node2 in
+# cairn.log (a ring that went on named the ranks that had ended for the
+# lost one, on live nodes; node3, cut off, cannot be told and may report
+# its own side), and the run's exit_status is that finding.  Under srun
+# the rank named is node3's (under mpirun the ranks on node1 end too when
+# their connections to node3 fail, and may be silent first).
+blame() {
+    local tag=$1 n found
+    n=$(grep -Ec "rank [0-9]+ \(node[12]\): rank [0-9]+ \([^)]*\) has not been heard from" "$tag/cairn.log")
+    [ "$n" -le 1 ] && pass "$tag/one-finding" || fail "$tag/one-finding" "$n findings in $tag/cairn.log" "$tag/cairn.log"
+    # the run's status: a finding in cairn.log (node3's own, when cut off,
+    # may come first: the file system is shared)
+    found=$(grep -o "the run lost (3 lost: rank [0-9]* (node[0-9]): rank [0-9]* (node[0-9]) has not been heard from" \
+        "$tag.out" | sed 's/^the run lost (3 lost: //')
+    [ -n "$found" ] || return 0 # the watchdog or the launcher came first
+    if grep -Fq "$found" "$tag/cairn.log"; then
+        pass "$tag/exit-status-is-the-finding"
+    else
+        fail "$tag/exit-status-is-the-finding" "the run's status '$found ...' is no finding in cairn.log" "$tag/cairn.log"
+    fi
+    if [ "$2" = srun ]; then
+        expect_grep "$tag/lost-node-named" "$tag/cairn.log" \
+            "rank [0-9]+ \(node[12]\): rank [0-9]+ \(node3\) has not been heard from"
+    fi
 }
 
 # ranks_gone TAG T0 PIDS...: every rank of the run has exited within BOUND

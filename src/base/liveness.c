@@ -15,8 +15,9 @@
 
 #define BEAT_SECONDS 1.0
 #define LISTEN_SECONDS 0.1 /* how often the thread looks for heartbeats and questions */
-enum { TAG_BEAT, TAG_ASK, TAG_TELL };
+enum { TAG_BEAT, TAG_ASK, TAG_TELL, TAG_LOST };
 enum { TELL_MAX = 1024, TELL_SLOTS = 32 }; /* an answer's bytes; answers in flight */
+enum { LOST_MAX = 768 };                    /* a finding's bytes */
 
 struct liveness {
     MPI_Comm comm; /* a dup of world: the heartbeats never meet cairn's messages */
@@ -36,7 +37,28 @@ struct liveness {
     MPI_Request ask;
     MPI_Request tell[TELL_SLOTS]; /* answers in flight */
     char told[TELL_SLOTS][TELL_MAX];
+    int size;
+    char lost_in[LOST_MAX]; /* a loss another rank found: its line */
+    MPI_Request lost_req;
 };
+
+static bool settle(MPI_Request *r, int n, double wait);
+
+/* A finding goes to every other rank, the next ones first, so that they
+ * end at once, quietly, with this cause: a ring that went on would take
+ * the ranks that end for a lost peer for lost ones, and name live ranks.
+ * A stopped rank that is continued reads it before it looks at its own
+ * predecessor.  r: room for size requests.  Bounded (a send to a lost
+ * rank never ends, and may also end this process, which ends next). */
+static void tell_all(struct liveness *l, const char *line, MPI_Request *r)
+{
+    int n = 0;
+    for (int k = 1; k < l->size; k++)
+        if (MPI_Isend(line, (int)strlen(line) + 1, MPI_CHAR, (l->me + k) % l->size, TAG_LOST, l->comm, &r[n]) ==
+            MPI_SUCCESS)
+            n++;
+    settle(r, n, 0.25); /* eager and small: the live ranks' leave at once */
+}
 
 static _Noreturn void silent(struct liveness *l, double quiet)
 {
@@ -49,7 +71,20 @@ static _Noreturn void silent(struct liveness *l, double quiet)
     ignored = write(STDERR_FILENO, line, strlen(line));
     ignored = write(STDERR_FILENO, "\n", 1);
     (void)ignored;
-    if (l->lost) l->lost(l->arg, line);
+    if (l->lost) l->lost(l->arg, line, true); /* the words first: telling may end this process */
+    liveness_tell(l, line);
+    _exit(cairn_exit_code(CAIRN_ERUNTIME));
+}
+
+/* Another rank found a loss (or its watchdog fired): this one ends too,
+ * with that cause and no word of its own. */
+static void told(struct liveness *l)
+{
+    int done = 0;
+    if (l->lost_req == MPI_REQUEST_NULL || MPI_Test(&l->lost_req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || !done)
+        return;
+    l->lost_in[LOST_MAX - 1] = 0;
+    if (l->lost) l->lost(l->arg, l->lost_in, false);
     _exit(cairn_exit_code(CAIRN_ERUNTIME));
 }
 
@@ -126,6 +161,7 @@ static void *run(void *arg)
         if (now >= due) beat(l), due = now + BEAT_SECONDS;
         listen_beats(l);
         answer(l);
+        told(l); /* first: a rank that knows of a loss reports none of its own */
         now = clock_now();
         double quiet = now - l->heard;
         /* this thread itself did not run for a while (the job suspended,
@@ -173,9 +209,9 @@ static bool cancel(MPI_Request *r)
 /* Each rank learns its predecessor's host, for the message. */
 static int ring(struct liveness *l, MPI_Comm world, const char *const *hosts)
 {
-    int size = 1;
     MPI_Comm_rank(world, &l->me);
-    MPI_Comm_size(world, &size);
+    MPI_Comm_size(world, &l->size);
+    int size = l->size;
     l->prev = (l->me + size - 1) % size;
     l->next = (l->me + 1) % size;
     snprintf(l->prev_host, sizeof l->prev_host, "%s", hosts ? hosts[l->prev] : "?");
@@ -183,11 +219,13 @@ static int ring(struct liveness *l, MPI_Comm world, const char *const *hosts)
         return cairn_err_set(CAIRN_EMPI, __FILE__, __LINE__, "MPI_Comm_dup failed");
     l->beat_out = l->me;
     l->heard = clock_now();
-    l->send = l->ask = MPI_REQUEST_NULL;
+    l->send = l->recv = l->ask = l->lost_req = MPI_REQUEST_NULL;
     for (int i = 0; i < TELL_SLOTS; i++) l->tell[i] = MPI_REQUEST_NULL;
     if (MPI_Irecv(&l->beat_in, 1, MPI_INT, l->prev, TAG_BEAT, l->comm, &l->recv) != MPI_SUCCESS ||
-        (l->where && MPI_Irecv(&l->ask_in, 1, MPI_CHAR, MPI_ANY_SOURCE, TAG_ASK, l->comm, &l->ask) != MPI_SUCCESS)) {
+        (l->where && MPI_Irecv(&l->ask_in, 1, MPI_CHAR, MPI_ANY_SOURCE, TAG_ASK, l->comm, &l->ask) != MPI_SUCCESS) ||
+        MPI_Irecv(l->lost_in, LOST_MAX, MPI_CHAR, MPI_ANY_SOURCE, TAG_LOST, l->comm, &l->lost_req) != MPI_SUCCESS) {
         cancel(&l->recv);
+        cancel(&l->ask);
         MPI_Comm_free(&l->comm);
         return cairn_err_set(CAIRN_EMPI, __FILE__, __LINE__, "MPI_Irecv failed");
     }
@@ -223,6 +261,7 @@ int liveness_start(MPI_Comm world, double silence, const char *who, const char *
     if (pthread_create(&l->thread, NULL, run, l) != 0) {
         cancel(&l->recv);
         cancel(&l->ask);
+        cancel(&l->lost_req);
         MPI_Comm_free(&l->comm);
         free(l);
         return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__, "cannot start the liveness thread");
@@ -255,6 +294,7 @@ void liveness_drop(struct liveness **lp)
      * gone; then their buffers are left to MPI rather than freed */
     bool over = cancel(&l->recv);
     over = cancel(&l->ask) && over;
+    over = cancel(&l->lost_req) && over;
     over = settle(&l->send, 1, 1.0) && over;
     over = settle(l->tell, TELL_SLOTS, 1.0) && over;
     MPI_Comm_free(&l->comm);
@@ -319,4 +359,18 @@ int liveness_ask(struct liveness *l, int first, int n, double wait, char **answe
     if (over) free(buf); /* else a receive that did not end may still write there */
     free(req);
     return n - (first <= me && me < first + n);
+}
+
+void liveness_tell(struct liveness *l, const char *line)
+{
+    MPI_Request *r = l ? malloc((size_t)l->size * sizeof *r) : NULL;
+    char *copy = r ? malloc(LOST_MAX) : NULL;
+    if (!copy) {
+        free(r);
+        return;
+    }
+    snprintf(copy, LOST_MAX, "%s", line);
+    tell_all(l, copy, r);
+    /* neither is freed: a send that did not end may still read them, and
+     * the process ends next */
 }

@@ -51,12 +51,17 @@ static void out_of_words(int sig)
 
 void runtime_last_words(const struct runtime *rt, int code, const char *kind, const char *line)
 {
+    runtime_exit_words(rt, code, kind, line, true);
+}
+
+void runtime_exit_words(const struct runtime *rt, int code, const char *kind, const char *line, bool log)
+{
     char path[4200], text[4200];
     struct sigaction sa = {.sa_handler = out_of_words};
     last_code = code;
     sigaction(SIGALRM, &sa, NULL);
     alarm(LAST_WORDS_SECONDS);
-    if (rt->log) runlog_line(rt->log, "%s", line);
+    if (log && rt->log) runlog_line(rt->log, "%s", line);
     if (!rt->run_dir || fsx_join(path, sizeof path, rt->run_dir, "exit_status")) return;
     int n = snprintf(text, sizeof text, "%d %s: %s", code, kind, line);
     if (n < 0) return;

@@ -21,14 +21,20 @@
 enum { ASK_MAX = 1024, NAMED_MAX = 3 };
 #define ASK_SECONDS 3.0
 
+/* The watchdog ends this rank.  It does not tell the others as the ring
+ * does (liveness_tell): their watchdogs, stuck in the same work, may be
+ * asking their own roll call, and each rank's line says what it waited
+ * for; the launcher, or cairn.sbatch after LAUNCH_GRACE, ends them. */
 static void watchdog_words(void *rt, const char *line)
 {
     runtime_last_words(rt, cairn_exit_code(CAIRN_ERUNTIME), "stalled", line);
 }
 
-static void liveness_words(void *rt, const char *line)
+/* A loss another rank found ends this one too, with that rank's words
+ * (exit_status keeps the first) and none in cairn.log. */
+static void liveness_words(void *rt, const char *line, bool found)
 {
-    runtime_last_words(rt, cairn_exit_code(CAIRN_ERUNTIME), "lost", line);
+    runtime_exit_words(rt, cairn_exit_code(CAIRN_ERUNTIME), "lost", line, found);
 }
 
 static void where_now(void *rt, char *out, size_t size)
@@ -47,9 +53,9 @@ static bool here_too(const char *answer, const char *key)
 }
 
 /* One rank that is not here: where it is (its main lane), or silent. */
-static void name_rank(struct strbuf *b, const struct layout *l, int r, const char *answer)
+static void name_rank(struct strbuf *b, const char (*hosts)[PLACEMENT_HOST_MAX], int r, const char *answer)
 {
-    strbuf_addf(b, "%srank %d (%s) ", b->len ? ", " : "", r, l->hosts[r]);
+    strbuf_addf(b, "%srank %d (%s) ", b->len ? ", " : "", r, hosts[r]);
     const char *doing = answer ? strchr(answer, '\t') : NULL;
     if (!doing) {
         strbuf_addf(b, "[no answer within %.0f s]", ASK_SECONDS);
@@ -61,19 +67,50 @@ static void name_rank(struct strbuf *b, const struct layout *l, int r, const cha
 }
 
 /* The ranks not in this work, silent ones first (they matter most). */
-static void name_absent(struct strbuf *b, const struct layout *l, int first, int n, char **answers,
-                        const char *key, int *silent, int *named)
+static void name_absent(struct strbuf *b, const char (*hosts)[PLACEMENT_HOST_MAX], int me, int first, int n,
+                        char *const *answers, const char *key, int *silent, int *named)
 {
     *silent = *named = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < n; i++) {
             bool quiet = !answers[i] || !strchr(answers[i], '\t');
-            if (first + i == l->rank || quiet != (pass == 0) || (!quiet && here_too(answers[i], key)))
+            if (first + i == me || quiet != (pass == 0) || (!quiet && here_too(answers[i], key)))
                 continue;
             *silent += quiet;
-            if ((*named)++ < NAMED_MAX) name_rank(b, l, first + i, answers[i]);
+            if ((*named)++ < NAMED_MAX) name_rank(b, hosts, first + i, answers[i]);
         }
     if (*named > NAMED_MAX) strbuf_addf(b, " and %d more", *named - NAMED_MAX);
+}
+
+void guard_roll_text(const char (*hosts)[PLACEMENT_HOST_MAX], int me, const char *key, int first, int all, int n,
+                     char *const *answers, char *out, size_t size)
+{
+    struct strbuf b = {0};
+    char unasked[160] = "";
+    int asked = n - (first <= me && me < first + n), silent, named;
+    name_absent(&b, hosts, me, first, n, answers, key, &silent, &named);
+    if (all > n) /* too many to ask: what the rest do is not known */
+        snprintf(unasked, sizeof unasked, "; rank%s %d%s%.0d %s not asked (a roll call asks at most %d)",
+                 all - n == 1 ? "" : "s", first + n, all - n == 1 ? "" : "..",
+                 all - n == 1 ? 0 : first + all - 1, all - n == 1 ? "was" : "were", ASK_MAX);
+    if (named == 0 && !*unasked)
+        snprintf(out, size, "the %d other rank%s it waits for %s in this work too, so none is late or lost: "
+                 "the work itself is stuck or slower than the timeout",
+                 asked, asked == 1 ? "" : "s", asked == 1 ? "is" : "are all");
+    else if (named == 0)
+        snprintf(out, size, "the %d other rank%s asked of the %d it waits for %s in this work too%s, so "
+                 "whether one of those is late or lost is not known",
+                 asked, asked == 1 ? "" : "s", all - (first <= me && me < first + all),
+                 asked == 1 ? "is" : "are all", unasked);
+    else
+        snprintf(out, size, "it waits for %s%s; %s", strbuf_str(&b), unasked,
+                 silent ? "a rank that gives no answer is stopped, or it, its node or the network to it "
+                          "is gone"
+                 : *unasked ? "every rank asked answers, so none of those is lost: those named are "
+                              "elsewhere, late or stuck there"
+                            : "every rank it waits for answers, so none is lost: those named are elsewhere, "
+                              "late or stuck there");
+    strbuf_free(&b);
 }
 
 /* The watchdog's question on expiry: what do the ranks this work waits
@@ -89,22 +126,10 @@ static bool ask_peers(void *arg, const char *key, int first, int n, char *out, s
     if (n > ASK_MAX) n = ASK_MAX;
     char **answers = calloc((size_t)n, sizeof *answers);
     if (!answers) return false;
-    int asked = liveness_ask(rt->liveness, first, n, ASK_SECONDS, answers), silent, named;
-    struct strbuf b = {0};
-    char some[96] = "";
-    name_absent(&b, l, first, n, answers, key, &silent, &named);
-    if (all > n) snprintf(some, sizeof some, " (the first %d of %d, the ones asked)", n, all);
-    if (asked > 0 && named == 0)
-        snprintf(out, size, "the %d other rank%s it waits for%s %s in this work too, so none is late or lost: "
-                 "the work itself is stuck or slower than the timeout",
-                 asked, asked == 1 ? "" : "s", some, asked == 1 ? "is" : "are all");
-    else if (asked > 0)
-        snprintf(out, size, "it waits for %s%s; %s", strbuf_str(&b), some,
-                 silent ? "a rank that gives no answer is stopped, or it, its node or the network to it "
-                          "is gone"
-                        : "every rank it waits for answers, so none is lost: those named are elsewhere, "
-                          "late or stuck there");
-    strbuf_free(&b);
+    int asked = liveness_ask(rt->liveness, first, n, ASK_SECONDS, answers);
+    if (asked > 0)
+        guard_roll_text((const char(*)[PLACEMENT_HOST_MAX])l->hosts, l->rank, key, first, all, n, answers,
+                        out, size);
     for (int i = 0; i < n; i++) free(answers[i]);
     free(answers);
     return asked > 0;
