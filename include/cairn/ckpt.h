@@ -88,6 +88,10 @@ void ckpt_run_ended(struct ckpt_mgr *c);
 bool ckpt_enabled(const struct ckpt_mgr *c);
 int64_t ckpt_every(const struct ckpt_mgr *c);
 double ckpt_longest_save(const struct ckpt_mgr *c); /* seconds, 0 before the first */
+/* The longest time a save held the calling (main) thread: a whole save
+ * written there, only the copy of one written in the background (whose
+ * writer is watched on a lane of its own); seconds, 0 before the first. */
+double ckpt_longest_stall(const struct ckpt_mgr *c);
 /* The longest of the saves that wrote the shared file, which is what a
  * stop writes (the longest save of any kind if that is longer). */
 double ckpt_longest_stop_save(const struct ckpt_mgr *c);
