@@ -41,6 +41,8 @@ struct watchdog {
     watchdog_ask_fn *ask;
     void *ask_arg;
     bool asking; /* expire() is in ask: the asker's state must stay */
+    long long tick, due; /* the thread's last tick, and when it planned the next (monotonic ns) */
+    int seen;            /* the SIGCONTs it has seen */
 };
 
 static double base_timeout(const struct watchdog *w)
@@ -152,19 +154,18 @@ static void on_continue(int sig)
     errno = saved;
 }
 
-/* The thread's tick: was the process stopped since the last one?  `due`:
- * when the thread planned to wake, `last`: the tick it recorded. */
-static void tick(struct watchdog *w, long long now, long long due, long long *last, int *seen)
+/* The thread's tick: was the process stopped since the last one? */
+static void tick(struct watchdog *w, long long now)
 {
     int cont = atomic_load(&continued);
-    long long expect = *last;
+    long long expect = w->tick;
     /* the handler took the tick since: it counted the stop (no second time) */
     bool handled = !atomic_compare_exchange_strong(&tick_ns, &expect, now);
     if (handled) atomic_store(&tick_ns, now);
-    else if (now - due > (long long)(LATE_SECONDS * 1e9)) clock_stopped((double)(now - due) / 1e9);
-    *last = now;
-    if (cont == *seen) return;
-    *seen = cont;
+    else if (now - w->due > (long long)(LATE_SECONDS * 1e9)) clock_stopped((double)(now - w->due) / 1e9);
+    w->tick = now;
+    if (cont == w->seen) return;
+    w->seen = cont;
     double run = clock_run();
     for (struct watchdog_lane *l = w->lanes; l; l = l->next) l->last = run;
 }
@@ -175,13 +176,10 @@ static void tick(struct watchdog *w, long long now, long long due, long long *la
 static void *watch(void *arg)
 {
     struct watchdog *w = arg;
-    long long last = mono_ns(), due = last;
-    int seen = atomic_load(&continued);
-    atomic_store(&tick_ns, last);
     pthread_mutex_lock(&w->mu);
     while (!w->stop) {
         long long at = mono_ns();
-        tick(w, at, due, &last, &seen);
+        tick(w, at);
         double now = clock_run(), nap = 1;
         for (const struct watchdog_lane *l = w->lanes; l; l = l->next) {
             if (l->paused) continue;
@@ -189,8 +187,9 @@ static void *watch(void *arg)
             if (left <= 0) expire(w, l, idle);
             if (left < nap) nap = left;
         }
-        due = at + (long long)(nap * 1e9);
-        struct timespec until = {.tv_sec = (time_t)(due / 1000000000LL), .tv_nsec = (long)(due % 1000000000LL)};
+        w->due = at + (long long)(nap * 1e9);
+        struct timespec until = {.tv_sec = (time_t)(w->due / 1000000000LL),
+                                 .tv_nsec = (long)(w->due % 1000000000LL)};
         pthread_cond_timedwait(&w->cv, &w->mu, &until);
     }
     pthread_mutex_unlock(&w->mu);
@@ -217,10 +216,17 @@ int watchdog_start(double timeout, double floor, const char *who, watchdog_last_
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, &ca);
     pthread_condattr_destroy(&ca);
+    /* the first tick now, the handler next, the thread last: a stop at
+     * any moment from here on is seen */
+    w->tick = w->due = mono_ns();
+    w->seen = atomic_load(&continued);
+    atomic_store(&tick_ns, w->tick);
     struct sigaction sa = {.sa_handler = on_continue, .sa_flags = SA_RESTART};
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGCONT, &sa, NULL); /* before the thread: no stop goes unseen */
+    sigaction(SIGCONT, &sa, NULL);
     if (pthread_create(&w->thread, NULL, watch, w) != 0) {
+        signal(SIGCONT, SIG_DFL);
+        atomic_store(&tick_ns, 0);
         pthread_cond_destroy(&w->cv);
         pthread_mutex_destroy(&w->mu);
         free(w);
