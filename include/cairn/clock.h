@@ -13,8 +13,11 @@ double clock_run(void);
 /* The process did not run for `seconds` (async-signal-safe: a SIGCONT
  * handler calls it). */
 void clock_stopped(double seconds);
-/* How many times clock_stopped was called: a caller that remembers it
- * learns that a stop came since. */
+/* A SIGCONT came: the process was stopped, whether or not its time was
+ * told (async-signal-safe). */
+void clock_continued(void);
+/* How many SIGCONTs came: a caller that remembers it learns that the
+ * process was stopped since (and that peers may be continued later). */
 long clock_stops(void);
 /* Sleep the whole interval, resuming after signal handlers. */
 void clock_sleep(double seconds);

@@ -22,10 +22,10 @@ double clock_run(void) { return clock_now() - (double)atomic_load(&stopped_ns) /
 
 void clock_stopped(double seconds)
 {
-    if (!(seconds > 0)) return;
-    atomic_fetch_add(&stopped_ns, (int64_t)(seconds * 1e9));
-    atomic_fetch_add(&stops, 1);
+    if (seconds > 0) atomic_fetch_add(&stopped_ns, (int64_t)(seconds * 1e9));
 }
+
+void clock_continued(void) { atomic_fetch_add(&stops, 1); }
 
 long clock_stops(void) { return atomic_load(&stops); }
 

@@ -130,10 +130,10 @@ static void *run(void *arg)
         now = clock_now();
         double quiet = now - l->heard;
         /* this thread itself did not run for a while (the job suspended,
-         * the node starved), seen here or by the watchdog (a SIGCONT: also
-         * a stop too short for this test, or one that ended a moment
-         * ago): the silence it sees is its own, not the predecessor's;
-         * listen again from now */
+         * the node starved), seen here or by a SIGCONT (also a stop too
+         * short for this test, or one that ended a moment ago): the
+         * silence it sees is its own, not the predecessor's; listen again
+         * from now */
         if (now - last > 3 * BEAT_SECONDS || clock_stops() != stops) l->heard = now, quiet = 0;
         stops = clock_stops();
         last = now;

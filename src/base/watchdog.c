@@ -42,7 +42,7 @@ struct watchdog {
     void *ask_arg;
     bool asking; /* expire() is in ask: the asker's state must stay */
     long long tick, due; /* the thread's last tick, and when it planned the next (monotonic ns) */
-    int seen;            /* the SIGCONTs it has seen */
+    long seen;           /* the SIGCONTs it has seen (clock_stops) */
 };
 
 static double base_timeout(const struct watchdog *w)
@@ -131,8 +131,7 @@ static _Noreturn void expire(struct watchdog *w, const struct watchdog_lane *l, 
  * lane starts again: the ranks of a job are not all continued at the same
  * moment, and those resumed first wait for the others. */
 #define LATE_SECONDS 1.0 /* a tick this late: the thread did not run */
-static atomic_llong tick_ns;  /* the watchdog thread's last tick (monotonic), 0: none */
-static atomic_int continued;  /* SIGCONTs handled */
+static atomic_llong tick_ns; /* the watchdog thread's last tick (monotonic), 0: none */
 
 static long long mono_ns(void)
 {
@@ -150,14 +149,14 @@ static void on_continue(int sig)
      * at this moment, its lateness counts the stop instead */
     if (last > 0 && now > last && atomic_compare_exchange_strong(&tick_ns, &last, now))
         clock_stopped((double)(now - last) / 1e9);
-    atomic_fetch_add(&continued, 1);
+    clock_continued();
     errno = saved;
 }
 
 /* The thread's tick: was the process stopped since the last one? */
 static void tick(struct watchdog *w, long long now)
 {
-    int cont = atomic_load(&continued);
+    long cont = clock_stops();
     long long expect = w->tick;
     /* the handler took the tick since: it counted the stop (no second time) */
     bool handled = !atomic_compare_exchange_strong(&tick_ns, &expect, now);
@@ -219,7 +218,7 @@ int watchdog_start(double timeout, double floor, const char *who, watchdog_last_
     /* the first tick now, the handler next, the thread last: a stop at
      * any moment from here on is seen */
     w->tick = w->due = mono_ns();
-    w->seen = atomic_load(&continued);
+    w->seen = clock_stops();
     atomic_store(&tick_ns, w->tick);
     struct sigaction sa = {.sa_handler = on_continue, .sa_flags = SA_RESTART};
     sigemptyset(&sa.sa_mask);
