@@ -73,9 +73,9 @@ static void stop_is_no_idleness(void **state)
     int moved[3];
     double after = 0;
     assert_int_equal(stop_and_continue(true, moved, &after), 0);
-    assert_true(moved[1] >= STOPPED_MS);              /* the monotonic clock ran on */
+    assert_true(moved[1] >= STOPPED_MS);                  /* the monotonic clock ran on */
     assert_true(moved[0] <= moved[1] - STOPPED_MS + 100); /* clock_run stood still */
-    assert_true(moved[2] >= 1);                        /* one stop (or more) seen */
+    assert_true(moved[2] >= 1);                           /* one SIGCONT (or more) seen */
 }
 
 /* ... and still ends it (exit 3) when it makes no progress after: a

@@ -40,7 +40,7 @@ struct watchdog {
     void *arg;
     watchdog_ask_fn *ask;
     void *ask_arg;
-    bool asking; /* expire() is in ask: the asker's state must stay */
+    bool asking;         /* expire() is in ask: the asker's state must stay */
     long long tick, due; /* the thread's last tick, and when it planned the next (monotonic ns) */
     long seen;           /* the SIGCONTs it has seen (clock_stops) */
 };
