@@ -100,6 +100,10 @@ double ckpt_longest_save(const struct ckpt_mgr *c); /* seconds, 0 before the fir
  * background save that may be in flight (checkpoint.async: the longest
  * save of any kind). */
 double ckpt_stop_seconds(const struct ckpt_mgr *c);
+/* The longest time a save held the calling (main) thread: a whole save
+ * written there, only the copy of one written in the background (whose
+ * writer is watched on a lane of its own); seconds, 0 before the first. */
+double ckpt_longest_stall(const struct ckpt_mgr *c);
 /* Whether m's position is the one this run last committed or resumed
  * from (false after a save of it failed with on_failure = "warn"). */
 bool ckpt_committed_at(const struct ckpt_mgr *c, const struct ckpt_meta *m);

@@ -37,9 +37,10 @@ enum ckpt_bg_take { CKPT_BG_NONE, CKPT_BG_SHAPE, CKPT_BG_DATA };
 /* Take take[i] of src[i] for every blob i (no save may be in flight).
  * Errors: CAIRN_ENOMEM. */
 int ckpt_bg_copy(struct ckpt_bg *b, struct tensor *const *src, const enum ckpt_bg_take *take);
-/* Run fn(arg, ...) on a new thread (if none can be had, now, in this one:
- * the other ranks' writers meet it all the same). */
-void ckpt_bg_start(struct ckpt_bg *b, ckpt_bg_fn *fn, void *arg);
+/* Run fn(arg, ...) on a new thread; if none can be had, or `thread` is
+ * false (a test's fault), now, in this one: the other ranks' writers meet
+ * it all the same. */
+void ckpt_bg_start(struct ckpt_bg *b, ckpt_bg_fn *fn, void *arg, bool thread);
 /* A save was started and has not been joined. */
 bool ckpt_bg_busy(const struct ckpt_bg *b);
 /* ... and its thread has not finished yet. */

@@ -23,7 +23,10 @@
  *                  progress: a late rank the others wait for, alive
  * hold:POINT:R[:E] world rank R's background save (checkpoint.async)
  *                  waits at POINT until the run waits for it: a save
- *                  surely in flight, whatever the machine's speed */
+ *                  surely in flight, whatever the machine's speed
+ * nothread:NAME:R[:E] world rank R cannot start thread NAME (writer: the
+ *                  background save's) and does without it, as when
+ *                  the system has no thread to give */
 #ifndef CAIRN_FAULT_H
 #define CAIRN_FAULT_H
 
@@ -31,7 +34,7 @@
 #include <stdint.h>
 
 enum fault_kind { FAULT_OP, FAULT_KILL, FAULT_SIGNAL, FAULT_CLOCK, FAULT_FILL, FAULT_PAUSE, FAULT_SLOW,
-                  FAULT_FREEZE, FAULT_BUSY, FAULT_HOLD };
+                  FAULT_FREEZE, FAULT_BUSY, FAULT_HOLD, FAULT_NOTHREAD };
 enum { FAULT_SLOW_SECONDS = 3 };
 
 enum { FAULT_MAX = 4 }; /* faults in one CAIRN_FAULT, comma-separated */
@@ -65,6 +68,8 @@ void fault_point(const struct fault *f, int rank, const char *point, int64_t epo
 /* True if a background save should wait at this point (hold:), which
  * the checkpoint layer does. */
 bool fault_hold(const struct fault *f, int rank, const char *point, int64_t epoch);
+/* True if thread `name` should not start on this rank now (nothread:). */
+bool fault_nothread(const struct fault *f, int rank, const char *name, int64_t epoch);
 /* Seconds this rank's clock runs ahead after step `step` of epoch `epoch`
  * (0 if none). */
 double fault_clock(const struct fault *f, int rank, int64_t epoch, int64_t step);

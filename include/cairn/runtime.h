@@ -35,6 +35,7 @@ struct runtime {
     struct slurm_job slurm;
     double end_time;      /* the Slurm job's end (Unix seconds; rank 0), 0: none */
     double end_asked;     /* when rank 0 last asked Slurm for it (monotonic s), 0: never */
+    long end_stops;       /* clock_stops() then: a suspension since moves the end */
     double longest_step;  /* seconds, for the time-limit margin */
     bool async_hinted;    /* rank 0 suggested checkpoint.async */
     enum phase_id phase;

@@ -8,7 +8,15 @@
  * its own.  Every lane that is not paused must make progress within the
  * timeout, whatever the others do: a report step that ticks beside a
  * collective hung on a dead peer does not hide it.  Nothing here is a
- * collective. */
+ * collective.
+ *
+ * A stopped process is not an idle one: a job suspended by Slurm (SIGSTOP
+ * to every process, for any time) goes on when continued.  Lanes are timed
+ * on clock_run, from which the watchdog leaves out the stops it sees (a
+ * SIGCONT, or its own thread waking a second or more late), and after a
+ * SIGCONT every lane starts afresh (peers are continued a little apart).
+ * From watchdog_start to watchdog_stop the process has a SIGCONT handler
+ * (SA_RESTART). */
 #ifndef CAIRN_WATCHDOG_H
 #define CAIRN_WATCHDOG_H
 

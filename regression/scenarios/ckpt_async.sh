@@ -117,6 +117,37 @@ mpi wd-rerun 3 run e.cfg --run-dir wd "${async[@]}"
 expect_rc watchdog/rerun wd-rerun 0
 same_bytes watchdog/model sync/model.h5 wd/model.h5
 
+# ---- the watchdog of a save without a thread, and of the main lane beside a writer ----------
+# the counter job (4 epochs of one rank), its saves in the background
+counter_data
+mpi c-ref 1 run "$JOBS/counter.cfg" --run-dir c-ref
+expect_rc no-thread/reference c-ref 0
+# Epoch 2's save is slow in two parts (2 s at write, 2 s before the
+# rename), each shorter than watchdog.timeout (3 s), together longer.
+# Written by the writer thread, it is watched on the writer's lane, which
+# each part's end moves on.  When no thread can be had (CAIRN_FAULT
+# nothread), the main thread writes it at once: watched the same way (the
+# main lane waits for it), not ended after 3 s as a stalled copy.
+slow=slow:write@2:0:2,slow:before_rename@2:0:2
+for t in thread nothread; do
+    f=$slow
+    [ $t = nothread ] && f=nothread:writer:0:2,$slow
+    CAIRN_FAULT=$f mpi "c-$t" 1 run "$JOBS/counter.cfg" --run-dir "c-$t" "${async[@]}" --set watchdog.timeout=3
+    expect_rc "no-thread/$t/exit" "c-$t" 0
+    expect_grep "no-thread/$t/slow" "c-$t.err" "rank 0: CAIRN_FAULT holds this rank at before_rename for 2 s"
+    expect_eq "no-thread/$t/result" "$(metric "c-$t/metrics.jsonl" log result)" "$(metric c-ref/metrics.jsonl log result)"
+done
+# The automatic timeout follows the slowest step and the slowest stall of
+# the main lane by a save: of a background save, its copy alone.  Epoch
+# 1's background save takes 22 s (its writer's lane allows that), and in
+# epoch 3 rank 1 never ends op 'sum' (CAIRN_FAULT busy): rank 0 waits for
+# it in 'allreduce_sum' and stops after the 60 s floor, not after 3 x 22 s.
+CAIRN_FAULT=slow:write@22:0:1,busy:sum:1:3 T_TIMEOUT=150 mpi c-limit 2 run "$JOBS/counter.cfg" \
+    --run-dir c-limit --set groups.0.ranks=2 "${async[@]}"
+expect_rc main-limit/exit c-limit 3
+expect_grep main-limit/slow-save c-limit.err "rank 0: CAIRN_FAULT holds this rank at write for 22 s"
+expect_grep main-limit/floor c-limit/exit_status "^3 stalled: rank 0 \([^)]+\): watchdog: no progress for 60 s \(watchdog.timeout 60 s\) in epoch 3 step 1: task 'count' \(group main\): op 'allreduce_sum' "
+
 # ---- refused beside it -----------------------------------------------------------------------
 # debug.grads writes with collective HDF5 in a step, which the writer's HDF5 cannot run beside
 run grads "$CAIRN" check e.cfg --set 'debug.grads="g.h5"' --set checkpoint.async=true

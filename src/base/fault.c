@@ -18,7 +18,8 @@ static int parse_one(const char *spec, const char *text, struct fault_one *f)
                                         [FAULT_SIGNAL] = "signal", [FAULT_CLOCK] = "clock",
                                         [FAULT_FILL] = "fill", [FAULT_PAUSE] = "pause",
                                         [FAULT_SLOW] = "slow", [FAULT_FREEZE] = "freeze",
-                                        [FAULT_BUSY] = "busy", [FAULT_HOLD] = "hold"};
+                                        [FAULT_BUSY] = "busy", [FAULT_HOLD] = "hold",
+                                        [FAULT_NOTHREAD] = "nothread"};
     char kind[16] = "", what[64] = "";
     int rank = -1, k = -1;
     long long epoch = -1;
@@ -41,8 +42,8 @@ static int parse_one(const char *spec, const char *text, struct fault_one *f)
                              "kill:POINT:RANK[:EPOCH], signal:SIGNAL:RANK[:EPOCH], "
                              "clock:SECONDS:RANK[:EPOCH], fill:POINT:RANK[:EPOCH], "
                              "pause:POINT:RANK[:EPOCH], slow:POINT[@SECONDS]:RANK[:EPOCH], "
-                             "freeze:POINT:RANK[:EPOCH], busy:NAME:RANK[:EPOCH] or "
-                             "hold:POINT:RANK[:EPOCH]",
+                             "freeze:POINT:RANK[:EPOCH], busy:NAME:RANK[:EPOCH], "
+                             "hold:POINT:RANK[:EPOCH] or nothread:NAME:RANK[:EPOCH]",
                              spec, strcmp(spec, text) ? ": '" : "", strcmp(spec, text) ? text : "",
                              strcmp(spec, text) ? "'" : "");
     *f = (struct fault_one){.kind = (enum fault_kind)k, .rank = rank, .epoch = n == 4 ? epoch : -1,
@@ -98,6 +99,11 @@ bool fault_busy(const struct fault *f, int rank, const char *name, int64_t epoch
 bool fault_hold(const struct fault *f, int rank, const char *point, int64_t epoch)
 {
     return matches(f, FAULT_HOLD, rank, epoch, point);
+}
+
+bool fault_nothread(const struct fault *f, int rank, const char *name, int64_t epoch)
+{
+    return matches(f, FAULT_NOTHREAD, rank, epoch, name);
 }
 
 /* Write zeros to dir/fill.ballast until the file system says it is full. */

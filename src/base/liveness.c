@@ -155,6 +155,7 @@ static void *run(void *arg)
 {
     struct liveness *l = arg;
     double last = clock_now(), due = 0;
+    long stops = clock_stops();
     pthread_mutex_lock(&l->mu);
     while (!l->stop) {
         double now = clock_now();
@@ -165,9 +166,12 @@ static void *run(void *arg)
         now = clock_now();
         double quiet = now - l->heard;
         /* this thread itself did not run for a while (the job suspended,
-         * the node starved): the silence it sees is its own, not the
-         * predecessor's; listen again from now */
-        if (now - last > 3 * BEAT_SECONDS) l->heard = now, quiet = 0;
+         * the node starved), seen here or by a SIGCONT (also a stop too
+         * short for this test, or one that ended a moment ago): the
+         * silence it sees is its own, not the predecessor's; listen again
+         * from now */
+        if (now - last > 3 * BEAT_SECONDS || clock_stops() != stops) l->heard = now, quiet = 0;
+        stops = clock_stops();
         last = now;
         if (quiet > l->silence) silent(l, quiet);
         struct timespec until;

@@ -4,9 +4,11 @@
 #include "cairn/clock.h"
 #include "cairn/error.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +20,7 @@ struct watchdog_lane {
     struct watchdog_lane *next; /* in w->lanes */
     bool paused;
     double allow; /* watchdog_allow's, until the lane's next progress */
-    double last;  /* clock_now() of the lane's last progress */
+    double last;  /* clock_run() of the lane's last progress */
     bool ended;   /* its work (doing) ended; the next has not begun */
     int first, n; /* the world ranks its work waits for */
     char doing[512];
@@ -38,7 +40,9 @@ struct watchdog {
     void *arg;
     watchdog_ask_fn *ask;
     void *ask_arg;
-    bool asking; /* expire() is in ask: the asker's state must stay */
+    bool asking;         /* expire() is in ask: the asker's state must stay */
+    long long tick, due; /* the thread's last tick, and when it planned the next (monotonic ns) */
+    long seen;           /* the SIGCONTs it has seen (clock_stops) */
 };
 
 static double base_timeout(const struct watchdog *w)
@@ -115,6 +119,56 @@ static _Noreturn void expire(struct watchdog *w, const struct watchdog_lane *l, 
     _exit(cairn_exit_code(CAIRN_ERUNTIME));
 }
 
+/* ---- a stopped process ----------------------------------------------------
+ * scontrol suspend, gang scheduling and PreemptMode=SUSPEND stop every
+ * process of a job (SIGSTOP), for as long as Slurm likes; CLOCK_MONOTONIC
+ * runs on meanwhile.  The lanes are timed on clock_run, which stands still
+ * for the stops this module sees, by two signs: SIGCONT, whose handler
+ * counts the time since the watchdog thread's last tick (a second at most
+ * before the stop) as stopped; and a tick that comes much later than that
+ * thread planned (a stop whose SIGCONT has not been handled yet, or a
+ * process that did not run for another reason).  After a SIGCONT every
+ * lane starts again: the ranks of a job are not all continued at the same
+ * moment, and those resumed first wait for the others. */
+#define LATE_SECONDS 1.0 /* a tick this late: the thread did not run */
+static atomic_llong tick_ns; /* the watchdog thread's last tick (monotonic), 0: none */
+
+static long long mono_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static void on_continue(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    long long now = mono_ns(), last = atomic_load(&tick_ns);
+    /* from the last tick (none: no watchdog runs); should the thread tick
+     * at this moment, its lateness counts the stop instead */
+    if (last > 0 && now > last && atomic_compare_exchange_strong(&tick_ns, &last, now))
+        clock_stopped((double)(now - last) / 1e9);
+    clock_continued();
+    errno = saved;
+}
+
+/* The thread's tick: was the process stopped since the last one? */
+static void tick(struct watchdog *w, long long now)
+{
+    long cont = clock_stops();
+    long long expect = w->tick;
+    /* the handler took the tick since: it counted the stop (no second time) */
+    bool handled = !atomic_compare_exchange_strong(&tick_ns, &expect, now);
+    if (handled) atomic_store(&tick_ns, now);
+    else if (now - w->due > (long long)(LATE_SECONDS * 1e9)) clock_stopped((double)(now - w->due) / 1e9);
+    w->tick = now;
+    if (cont == w->seen) return;
+    w->seen = cont;
+    double run = clock_run();
+    for (struct watchdog_lane *l = w->lanes; l; l = l->next) l->last = run;
+}
+
 /* Every lane is watched on its own: one lane's progress never vouches for
  * another's (a report step that ticks beside a hung collective, a busy
  * parallel branch beside a stuck one). */
@@ -123,18 +177,18 @@ static void *watch(void *arg)
     struct watchdog *w = arg;
     pthread_mutex_lock(&w->mu);
     while (!w->stop) {
-        double now = clock_now(), nap = 1;
+        long long at = mono_ns();
+        tick(w, at);
+        double now = clock_run(), nap = 1;
         for (const struct watchdog_lane *l = w->lanes; l; l = l->next) {
             if (l->paused) continue;
             double idle = now - l->last, left = base_timeout(w) + l->allow - idle;
             if (left <= 0) expire(w, l, idle);
             if (left < nap) nap = left;
         }
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_sec += (time_t)nap;
-        until.tv_nsec += (long)((nap - (double)(time_t)nap) * 1e9);
-        if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+        w->due = at + (long long)(nap * 1e9);
+        struct timespec until = {.tv_sec = (time_t)(w->due / 1000000000LL),
+                                 .tv_nsec = (long)(w->due % 1000000000LL)};
         pthread_cond_timedwait(&w->cv, &w->mu, &until);
     }
     pthread_mutex_unlock(&w->mu);
@@ -151,13 +205,27 @@ int watchdog_start(double timeout, double floor, const char *who, watchdog_last_
     w->floor = floor;
     w->last_words = last_words;
     w->arg = arg;
-    w->main = (struct watchdog_lane){.w = w, .last = clock_now()};
+    w->main = (struct watchdog_lane){.w = w, .last = clock_run()};
     w->lanes = &w->main;
     snprintf(w->who, sizeof w->who, "%s", who);
     snprintf(w->hint, sizeof w->hint, "a peer rank or its node is probably gone");
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* the ticks' clock; a clock step changes nothing */
     pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv, NULL);
+    pthread_cond_init(&w->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    /* the first tick now, the handler next, the thread last: a stop at
+     * any moment from here on is seen */
+    w->tick = w->due = mono_ns();
+    w->seen = clock_stops();
+    atomic_store(&tick_ns, w->tick);
+    struct sigaction sa = {.sa_handler = on_continue, .sa_flags = SA_RESTART};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGCONT, &sa, NULL);
     if (pthread_create(&w->thread, NULL, watch, w) != 0) {
+        signal(SIGCONT, SIG_DFL);
+        atomic_store(&tick_ns, 0);
         pthread_cond_destroy(&w->cv);
         pthread_mutex_destroy(&w->mu);
         free(w);
@@ -176,6 +244,8 @@ void watchdog_stop(struct watchdog **wp)
     pthread_cond_signal(&w->cv);
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->thread, NULL);
+    signal(SIGCONT, SIG_DFL);
+    atomic_store(&tick_ns, 0); /* no tick to count a later stop from */
     while (w->lanes != &w->main) { /* lanes a caller left open */
         struct watchdog_lane *l = w->lanes;
         w->lanes = l->next;
@@ -195,7 +265,7 @@ struct watchdog_lane *watchdog_lane_open(struct watchdog *w, const char *doing)
     struct watchdog_lane *l = calloc(1, sizeof *l);
     if (!l) return NULL; /* unwatched rather than failed: the main lane still is */
     l->w = w;
-    l->last = clock_now();
+    l->last = clock_run();
     snprintf(l->doing, sizeof l->doing, "%s", doing);
     pthread_mutex_lock(&w->mu);
     l->next = w->lanes;
@@ -222,7 +292,7 @@ void watchdog_progress(struct watchdog_lane *l)
 {
     if (!l) return;
     pthread_mutex_lock(&l->w->mu);
-    l->last = clock_now();
+    l->last = clock_run();
     l->allow = 0;
     l->paused = false;
     l->ended = true;

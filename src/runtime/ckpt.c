@@ -63,6 +63,7 @@ struct ckpt_mgr {
     bool committed;                /* ... if there is one */
     double longest;
     double longest_shared; /* of saves that wrote the shared file (what a stop writes) */
+    double longest_stall;  /* the main thread's part of a save: all of it, or the copy */
     double rate; /* bytes per second of this run's last save (every rank), 0: none yet */
     bool kill_wait_said;
     bool unreserved_said;
@@ -95,6 +96,7 @@ static const char (*hosts(const struct ckpt_mgr *c))[PLACEMENT_HOST_MAX]
 bool ckpt_enabled(const struct ckpt_mgr *c) { return c && c->spec->every > 0; }
 int64_t ckpt_every(const struct ckpt_mgr *c) { return c->spec->every; }
 double ckpt_longest_save(const struct ckpt_mgr *c) { return c->longest; }
+double ckpt_longest_stall(const struct ckpt_mgr *c) { return c->longest_stall; }
 /* bytes per second of a slow parallel file system (see watch_io) */
 #define CKPT_SLOW_RATE 50e6
 
@@ -220,7 +222,7 @@ static int file_write(struct ckpt_mgr *c, const struct saver *s, const char *pat
 {
     struct ckpt_view v;
     struct tensor **t = NULL;
-    double all = 0, t0 = clock_now();
+    double all = 0, t0 = clock_run();
     int rc = state_bytes(c, s, &all);
     if (rc) return rc;
     *bytes = all;
@@ -237,7 +239,7 @@ static int file_write(struct ckpt_mgr *c, const struct saver *s, const char *pat
                                 "fails a save after its writes, not before them (checkpoint.on_failure)",
                     c->dir);
     }
-    if (rc == 0 && clock_now() > t0) c->rate = all / (clock_now() - t0);
+    if (rc == 0 && clock_run() > t0) c->rate = all / (clock_run() - t0);
     free(t);
     return rc;
 }
@@ -929,7 +931,7 @@ int ckpt_resume(struct ckpt_mgr *c, struct ckpt_meta *m, bool *resumed)
             return coll_agree(world(c), is_root(c) && ckpt_enabled(c) ? count_resume(c, &k) : 0);
         }
         struct ckpt_io io = {0};
-        double t0 = clock_now();
+        double t0 = clock_run();
         int lrc = k.skip ? CAIRN_ECORRUPT : 0, partners = 0;
         char who[1024] = "";
         if (!k.skip) {
@@ -954,7 +956,7 @@ int ckpt_resume(struct ckpt_mgr *c, struct ckpt_meta *m, bool *resumed)
             }
             *resumed = true;
             CAIRN_CHECK(report_io(c, world(c), k.local ? "loaded (node-local)" : "loaded",
-                                k.local ? "ckpt_local_load" : "ckpt_load", k.file, m, &io, clock_now() - t0));
+                                k.local ? "ckpt_local_load" : "ckpt_load", k.file, m, &io, clock_run() - t0));
             if (is_root(c)) kernels_changed(c, io.blas_kernels);
             if (is_root(c) && io.layout_change[0])
                 runlog_line(c->rt->log, "layout changed since that checkpoint: %s; sharded state re-split",
@@ -1131,7 +1133,7 @@ static int save_shared(struct ckpt_mgr *c, const struct saver *s, const struct c
 {
     char name[256], tmp[4400];
     struct ckpt_io io = {0};
-    double t0 = clock_now(), bytes = 0;
+    double t0 = clock_run(), bytes = 0;
     ckpt_file_name(m->epoch, m->step, name, sizeof name);
     doing_all(c, s->lane, "saving the checkpoint of epoch %lld step %lld (collective HDF5 I/O over all ranks)",
               (long long)m->epoch, (long long)m->step);
@@ -1152,7 +1154,7 @@ static int save_shared(struct ckpt_mgr *c, const struct saver *s, const struct c
         if (is_root(c)) unlink(tmp); /* never listed, so never loaded; tidy up */
         return rc;
     }
-    *seconds = clock_now() - t0;
+    *seconds = clock_run() - t0;
     /* committed: statistics that cannot be had are no failed save */
     if (report_io(c, s->world, "saved", "ckpt_save", name, m, &io, *seconds) && is_root(c))
         runlog_line(c->rt->log, "warning: the statistics of the checkpoint %s: %s", name, cairn_errmsg());
@@ -1218,7 +1220,7 @@ static int save_local(struct ckpt_mgr *c, const struct saver *s, const struct ck
     struct tensor **t = NULL;
     struct ckpt_io io = {0};
     struct ckpt_local_part mine = {0}, *all = NULL;
-    double bytes = 0, t0 = clock_now();
+    double bytes = 0, t0 = clock_run();
     local_name(m, name, sizeof name);
     CAIRN_CHECK(state_bytes(c, s, &bytes));
     *state = bytes;
@@ -1236,7 +1238,7 @@ static int save_local(struct ckpt_mgr *c, const struct saver *s, const struct ck
     CAIRN_CHECK(coll_agree(s->world, is_root(c) ? commit_local(c, name, m, all) : 0));
     watchdog_progress(s->lane);
     ckpt_local_prune(&v, hosts(c), c->local_root, name);
-    *seconds = clock_now() - t0;
+    *seconds = clock_run() - t0;
     if (report_io(c, s->world, "saved (node-local)", "ckpt_local_save", name, m, &io, *seconds) && is_root(c))
         runlog_line(c->rt->log, "warning: the statistics of the node-local checkpoint %s: %s", name,
                     cairn_errmsg());
@@ -1280,7 +1282,7 @@ static int save_with(struct ckpt_mgr *c, const struct saver *s, const struct ckp
                      struct saved *out)
 {
     int rc = 0, lrc = 0;
-    double t0 = clock_now(), seconds = 0;
+    double t0 = clock_run(), seconds = 0;
     char why[2048] = "";
     *out = (struct saved){0};
     if (tiers & TIER_LOCAL) {
@@ -1296,7 +1298,7 @@ static int save_with(struct ckpt_mgr *c, const struct saver *s, const struct ckp
         if (rc == 0 && c->local_dir[0] && !(tiers & TIER_LOCAL)) drop_local(c, s, m); /* a stop's */
     }
     if (lrc && rc == 0) rc = cairn_err_set(lrc, __FILE__, __LINE__, "%s", why);
-    out->seconds = clock_now() - t0;
+    out->seconds = clock_run() - t0;
     out->rate = c->rate;
     return rc;
 }
@@ -1373,7 +1375,12 @@ static int save_background(struct ckpt_mgr *c, const struct ckpt_meta *m, int ti
     if (rc) return failed(c, "checkpoint", m, cairn_err_wrap(rc, "copying the state to save it: "));
     c->pending = *m;
     c->pending_tiers = tiers;
-    ckpt_bg_start(c->bg, write_pending, c);
+    /* should no thread be had, the save is written here and now, on the
+     * writer's lane with a save's allowance: the main lane waits for it */
+    struct watchdog_lane *lane = watchdog_main(c->rt->watchdog);
+    watchdog_pause(lane);
+    ckpt_bg_start(c->bg, write_pending, c, !fault_nothread(&c->rt->fault, l->rank, "writer", m->epoch));
+    watchdog_progress(lane);
     return 0;
 }
 
@@ -1448,15 +1455,17 @@ static int save_tiers(const struct ckpt_mgr *c, const struct ckpt_meta *m, bool 
 int ckpt_save(struct ckpt_mgr *c, const struct ckpt_meta *m, bool now)
 {
     if (!ckpt_enabled(c)) return 0;
-    double t0 = clock_now();
+    double t0 = clock_run();
     bool background = c->bg && !now;
     /* with a node-local tier, saves go there, and to the shared directory
      * every flush_every epochs and whenever the job stops (now) */
     int rc = ckpt_wait(c); /* its outcome first: the flush below follows the last shared commit */
+    double t1 = clock_run();
     if (rc == 0) rc = background ? save_background(c, m, save_tiers(c, m, now)) : save_now(c, m, save_tiers(c, m, now));
+    if (clock_run() - t1 > c->longest_stall) c->longest_stall = clock_run() - t1;
     if (is_root(c)) { /* every rank leaves the save together (it ends in an agreement) */
         char fields[96];
-        snprintf(fields, sizeof fields, "\"seconds\":%.6f,\"background\":%s", clock_now() - t0,
+        snprintf(fields, sizeof fields, "\"seconds\":%.6f,\"background\":%s", clock_run() - t0,
                  background ? "true" : "false");
         runlog_metric(c->rt->log, "ckpt_stall", m->epoch, m->step, fields);
     }
@@ -1493,7 +1502,7 @@ int ckpt_upload(struct ckpt_mgr *c)
 {
     if (!c->spec->upload_to || !ckpt_enabled(c)) return 0;
     struct ckpt_entry e = {0};
-    double t0 = clock_now();
+    double t0 = clock_run();
     int rc = coll_agree(world(c), is_root(c) ? upload(c, &e) : 0);
     struct ckpt_meta m = {.epoch = e.epoch, .step = e.step};
     if (rc) return failed(c, "upload", &m, rc);
@@ -1501,7 +1510,7 @@ int ckpt_upload(struct ckpt_mgr *c)
         char hb[32];
         runlog_line(c->rt->log, "uploaded %s (epoch %lld, %s) to %s in %.3f s", e.file,
                     (long long)e.epoch, human((double)e.bytes, hb, sizeof hb), c->spec->upload_to,
-                    clock_now() - t0);
+                    clock_run() - t0);
     }
     return 0;
 }

@@ -133,7 +133,7 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-void ckpt_bg_start(struct ckpt_bg *b, ckpt_bg_fn *fn, void *arg)
+void ckpt_bg_start(struct ckpt_bg *b, ckpt_bg_fn *fn, void *arg, bool thread)
 {
     b->fn = fn;
     b->arg = arg;
@@ -143,7 +143,7 @@ void ckpt_bg_start(struct ckpt_bg *b, ckpt_bg_fn *fn, void *arg)
     b->inline_done = false;
     atomic_store(&b->finished, false);
     b->busy = true; /* before the thread reads it (ckpt_bg_running) */
-    if (pthread_create(&b->th, NULL, writer_main, b) == 0) return;
+    if (thread && pthread_create(&b->th, NULL, writer_main, b) == 0) return;
     b->busy = false; /* no thread to be had: the save is written now (and never held) */
     writer_main(b);
     b->inline_done = true;

@@ -231,12 +231,12 @@ static int run_phase(struct runtime *rt, enum phase_id ph)
 {
     int rc = 0;
     if (rt->plan->phases[ph].n == 0) return 0;
-    double t0 = clock_now();
+    double t0 = clock_run();
     watchdog_progress(watchdog_main(rt->watchdog));
     run_tasks(rt, ph);
     guard_all(rt, "waiting for every group to finish the phase");
     CAIRN_CHECK(coll_barrier(rt->layout->world));
-    double dt = clock_now() - t0;
+    double dt = clock_run() - t0;
     if (is_root(rt)) {
         char fields[128];
         runlog_line(rt->log, "%s done in %.3f s", phase_name(ph), dt);
@@ -313,7 +313,7 @@ static int log_epoch(struct runtime *rt, int64_t e, double dt)
     CAIRN_CHECK(strbuf_finish(&fields));
     CAIRN_CHECK(strbuf_finish(&text));
     if (is_root(rt)) {
-        progress_epoch_end(&rt->progress, rt->log, e, clock_now(), time_left(rt), eta, sizeof eta);
+        progress_epoch_end(&rt->progress, rt->log, e, clock_run(), time_left(rt), eta, sizeof eta);
         runlog_line(rt->log, "epoch %lld done in %.3f s%s%s", (long long)e, dt, strbuf_str(&text), eta);
         runlog_metric(rt->log, "epoch", e, rt->step, strbuf_str(&fields));
     }
@@ -360,12 +360,13 @@ static double time_margin(const struct runtime *rt)
 
 /* Rank 0: the Slurm job's end time, asked again at most once a minute
  * (someone may change the time limit; slurmctld should not hear from
- * every epoch of every job). */
+ * every epoch of every job), and after a suspension (must_stop). */
 static void refresh_end_time(struct runtime *rt)
 {
     if (!rt->slurm.present || (rt->end_asked > 0 && clock_now() - rt->end_asked < 60)) return;
     rt->end_time = slurm_end_time(&rt->slurm);
     rt->end_asked = clock_now();
+    rt->end_stops = clock_stops();
 }
 
 /* At a step boundary: has any rank received a preemption signal, or is the
@@ -378,6 +379,10 @@ static int must_stop(struct runtime *rt, int *why)
     int rc = 0, v[3] = {preempt_signal(), 0, ckpt_writing(rt->ckpt)};
     *why = 0;
     if (!ckpt_enabled(rt->ckpt)) return 0; /* nothing to save; see setup() */
+    if (is_root(rt) && rt->end_asked > 0 && clock_stops() != rt->end_stops) {
+        rt->end_asked = 0; /* the job was suspended: Slurm has moved its end since */
+        refresh_end_time(rt);
+    }
     double t = (double)time(NULL) + fault_clock(&rt->fault, rt->layout->rank, rt->epoch, rt->step);
     if (rt->end_time > 0 && rt->end_time - t < time_margin(rt)) v[1] = 1;
     guard_all(rt, "agreeing whether to stop here (a signal, the time limit)");
@@ -471,34 +476,36 @@ static int run_steps(struct runtime *rt, const struct run_opts *o, int64_t e, in
                      struct ckpt_meta *m)
 {
     int rc = 0, why = 0;
-    double t0 = clock_now();
+    double t0 = clock_run();
     rt->epoch = e;
     progress_epoch(&rt->progress, first, t0);
     for (int64_t s = first; s <= rt->steps_per_epoch; s++) {
-        double ts = clock_now();
+        double ts = clock_run();
         rt->step = s;
         watchdog_progress(watchdog_main(rt->watchdog));
         run_tasks(rt, PHASE_EPOCH);
-        if (clock_now() - ts > rt->longest_step) rt->longest_step = clock_now() - ts;
+        if (clock_run() - ts > rt->longest_step) rt->longest_step = clock_run() - ts;
         fault_signal(&rt->fault, rt->layout->rank, e, s);
         if (s == rt->steps_per_epoch) break; /* the epoch's end is its own boundary */
-        if (is_root(rt)) progress_step(&rt->progress, rt->log, e, s, clock_now(), time_left(rt));
+        if (is_root(rt)) progress_step(&rt->progress, rt->log, e, s, clock_run(), time_left(rt));
         CAIRN_CHECK(must_stop(rt, &why));
         if (why) {
             *m = (struct ckpt_meta){.epoch = e - 1, .step = s};
             return preempted(rt, o, m, why, false);
         }
     }
-    rt->steps_seconds = clock_now() - t0;
+    rt->steps_seconds = clock_run() - t0;
 cleanup:
     return rc;
 }
 
 /* The automatic watchdog timeout follows the slowest step and checkpoint
- * seen: a rank that takes several times as long has lost a peer. */
+ * seen: a rank that takes several times as long has lost a peer.  Of a
+ * background save, only the copy held the main lane up: the writer's
+ * lane has its allowance (the save's size at its last rate). */
 static void watchdog_follow(struct runtime *rt)
 {
-    double step = 5 * rt->longest_step, save = 3 * ckpt_longest_save(rt->ckpt);
+    double step = 5 * rt->longest_step, save = 3 * ckpt_longest_stall(rt->ckpt);
     watchdog_limit(rt->watchdog, step > save ? step : save);
 }
 
@@ -536,14 +543,14 @@ static int run_epochs(struct runtime *rt, const struct run_opts *o, struct ckpt_
                    rt->steps_per_epoch == 1 ? "" : "s");
     for (int64_t first = m->step + 1;; first = 1) {
         int64_t e = m->epoch + 1;
-        double t0 = clock_now();
+        double t0 = clock_run();
         CAIRN_CHECK(run_steps(rt, o, e, first, m));
         watchdog_progress(watchdog_main(rt->watchdog));
         run_tasks(rt, PHASE_EPOCH_END);
         bool by_blob = false, by_max = false;
         CAIRN_CHECK(should_stop(rt, e, &by_blob, &by_max));
         *m = (struct ckpt_meta){.epoch = e, .step = 0, .done = by_blob};
-        double took = clock_now() - t0;
+        double took = clock_run() - t0;
         CAIRN_CHECK(log_epoch(rt, e, took));
         bool stop = by_blob || by_max, tried = false;
         if (ckpt_enabled(rt->ckpt) && (stop || e % ckpt_every(rt->ckpt) == 0)) {
@@ -695,7 +702,7 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
     int rc = 0;
     struct runtime rt = {0};
     struct ckpt_meta m = {0};
-    double t0 = clock_now();
+    double t0 = clock_run();
     bool started = false; /* past setup (see cleanup for a failure within it) */
     bool running = false;  /* past the resume */
     *epochs = 0;
@@ -731,10 +738,10 @@ int runner_run(MPI_Comm world, const struct plan *p, const struct run_opts *o, i
         runlog_line(rt.log, "job %s finished: %lld epoch%s run (%lld in this run) in %.3f s; "
                             "peak memory %.1f MiB (rank %d, the most of any)",
                     p->job->name, (long long)m.epoch, m.epoch == 1 ? "" : "s",
-                    (long long)(m.epoch - first), clock_now() - t0, peak, peak_rank);
+                    (long long)(m.epoch - first), clock_run() - t0, peak, peak_rank);
         snprintf(fields, sizeof fields, "\"epochs\":%lld,\"this_run\":%lld,\"seconds\":%.6f,"
                  "\"peak_mib\":%.1f,\"peak_rank\":%d",
-                 (long long)m.epoch, (long long)(m.epoch - first), clock_now() - t0, peak, peak_rank);
+                 (long long)m.epoch, (long long)(m.epoch - first), clock_run() - t0, peak, peak_rank);
         runlog_metric(rt.log, "done", m.epoch, 0, fields);
     }
 cleanup:;
