@@ -11,6 +11,7 @@
 # one after the other, a second apart, as a slow resume would), then with
 # real `scontrol suspend` / `scontrol resume` on a private single-node
 # cluster (slurm/testcluster), under mpirun and under srun.
+# check: alone (watchdog and liveness timeouts of a few seconds around a stop)
 . "$(dirname "$0")/../lib.sh"
 enter
 T_TIMEOUT=240
@@ -88,7 +89,7 @@ if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
     exit 0
 fi
 cluster=$PWD/cluster
-export CAIRN_SLURM_PORT=${CAIRN_SLURM_PORT:-16867}
+export CAIRN_SLURM_PORT=${CAIRN_SLURM_PORT:-16877}
 trap '"$CAIRN_ROOT/slurm/testcluster/stop" "$cluster" >/dev/null 2>&1' EXIT
 trap 'exit 1' TERM INT # the driver's timeout: stop the cluster on the way out
 if ! "$CAIRN_ROOT/slurm/testcluster/start" "$cluster" >start.out 2>&1; then
