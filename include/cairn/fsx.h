@@ -101,7 +101,9 @@ int fsx_allocate(const char *path, int64_t bytes, bool *unsupported);
 bool fsx_striped(const char *dir);
 /* Whether dir is on a file system in memory (tmpfs, ramfs: /dev/shm),
  * whose files take RAM; *avail: the bytes an unprivileged writer may
- * still put there (statvfs). */
+ * still put there (statvfs), or where the file system has no size (ramfs,
+ * tmpfs with size=0: statvfs says 0 blocks) the memory available
+ * (MemAvailable in /proc/meminfo; HUGE_VAL if that cannot be read). */
 bool fsx_in_memory(const char *dir, double *avail);
 /* A directory for private state (the node-local tier's): created 0700 if
  * create and missing; it must be a directory, not a link, owned by this

@@ -22,7 +22,9 @@
 # - On three nodes (namespaces on this machine) a damaged own copy is
 #   replaced by its partner copy; a disk two nodes share is refused, every
 #   node checking.
-# - A node-local directory in memory (tmpfs) too small is refused.
+# - A node-local directory in memory (tmpfs) too small is refused; one on
+#   ramfs or on tmpfs with size=0 (no size) is measured against the memory
+#   available, and used.
 # - A kill while the parts are written leaves the previous checkpoint the
 #   newest, and the rerun ends with the same bytes.
 # - A directory that cannot be created is a clear error at start-up.
@@ -247,6 +249,21 @@ if mount -t tmpfs -o size=32m tmpfs room 2>/dev/null; then
     umount room && mount -t tmpfs -o size=160m tmpfs room
     mpi roomy 6 "${job[@]}" --run-dir roomy --set stop.max_epochs=1 --set "checkpoint.local=\"$PWD/room\""
     expect_rc roomy/exit roomy 0
+    # ramfs, and tmpfs with size=0, have no size (statvfs says 0 blocks, 0
+    # free): the tier is measured against the memory available, not
+    # refused; a run killed in its final save resumes from the nodes and
+    # ends with the same bytes
+    for fs in ramfs tmpfs0; do
+        umount room
+        if [ $fs = ramfs ]; then mount -t ramfs ramfs room; else mount -t tmpfs -o size=0 tmpfs room; fi
+        CAIRN_FAULT=kill:write:1:2 mpi "$fs-killed" 6 "${job[@]}" --run-dir "$fs" --set stop.max_epochs=2 \
+            --set "checkpoint.local=\"$PWD/room\""
+        expect_rc "$fs/killed" "$fs-killed" 137
+        mpi "$fs-rerun" 6 "${job[@]}" --run-dir "$fs" --set stop.max_epochs=2 --set "checkpoint.local=\"$PWD/room\""
+        expect_rc "$fs/rerun-exit" "$fs-rerun" 0
+        expect_grep "$fs/loaded-node-local" "$fs/cairn.log" "checkpoint loaded \(node-local\): epoch 1 step 0 \(local/ckpt-e000001\)"
+        same_bytes "$fs/model" base2/model.h5 "$fs/model.h5"
+    done
     umount room
 else
     echo "skip - $T_NAME/room: cannot mount a tmpfs here (needs root)"

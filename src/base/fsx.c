@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -372,11 +373,28 @@ bool fsx_striped(const char *dir)
     return false;
 }
 
+/* The kernel's estimate of the memory free for new use (MemAvailable), in
+ * bytes; HUGE_VAL when it cannot be read (no limit known). */
+static double mem_available(void)
+{
+    char line[256];
+    unsigned long long kb = 0;
+    bool got = false;
+    FILE *f = fopen("/proc/meminfo", "re");
+    while (f && !got && fgets(line, sizeof line, f)) got = sscanf(line, "MemAvailable: %llu kB", &kb) == 1;
+    if (f) fclose(f);
+    return got ? (double)kb * 1024 : HUGE_VAL;
+}
+
 bool fsx_in_memory(const char *dir, double *avail)
 {
     struct statfs s;
     struct statvfs v;
-    *avail = statvfs(dir, &v) == 0 ? (double)v.f_bavail * (double)v.f_frsize : 0;
+    bool got = statvfs(dir, &v) == 0;
+    *avail = got ? (double)v.f_bavail * (double)v.f_frsize : 0;
+    /* ramfs, and tmpfs with size=0, have no size (0 blocks, 0 free): what
+     * their files can take is the memory there is */
+    if (got && v.f_blocks == 0) *avail = mem_available();
     if (statfs(dir, &s) != 0) return false;
     return (unsigned long)s.f_type == 0x01021994 /* tmpfs */ || (unsigned long)s.f_type == 0x858458f6 /* ramfs */;
 }
