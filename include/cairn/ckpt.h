@@ -76,8 +76,10 @@ int ckpt_wait(struct ckpt_mgr *c);
  * before training: measure it (ckpt_stop_seconds' estimate before a save
  * is measured) and, with checkpoint.local in memory (tmpfs), refuse when
  * a node cannot hold what the tier will keep there: CAIRN_EINPUT, the
- * same on every rank (ckpt_local_check_room). */
-int ckpt_ready(struct ckpt_mgr *c);
+ * same on every rank (ckpt_local_check_room).  A run that resumed a
+ * checkpoint is not refused: it warns and saves to the shared directory
+ * only. */
+int ckpt_ready(struct ckpt_mgr *c, bool resumed);
 /* A background save is still being written on this rank (local: the
  * ranks agree on it before they call ckpt_wait without waiting). */
 bool ckpt_writing(const struct ckpt_mgr *c);

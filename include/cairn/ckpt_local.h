@@ -77,9 +77,10 @@ int ckpt_local_read(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOS
  * state and the partner copies it keeps, twice (a checkpoint and the one
  * before, until the new one commits); this job's tree there counts as
  * room.  setting names the directory for the message.  The same result on
- * every rank: 0, or CAIRN_EINPUT naming the node, what it needs and has. */
+ * every rank: 0, or CAIRN_EINPUT naming the node, what it needs and has
+ * (then *short_of_room is true: not some other failure). */
 int ckpt_local_check_room(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOST_MAX],
-                          const char *root, const char *setting);
+                          const char *root, const char *setting, bool *short_of_room);
 
 /* Collective: every node keeps only root/keep (the lowest rank of each
  * node deletes the rest; keep NULL: every checkpoint).  Best effort. */

@@ -24,7 +24,8 @@
 #   node checking.
 # - A node-local directory in memory (tmpfs) too small is refused; one on
 #   ramfs or on tmpfs with size=0 (no size) is measured against the memory
-#   available, and used.
+#   available, and used.  A resumed run short of room there is not
+#   refused: it warns and saves to the shared directory alone.
 # - A kill while the parts are written leaves the previous checkpoint the
 #   newest, and the rerun ends with the same bytes.
 # - A directory that cannot be created is a clear error at start-up.
@@ -264,6 +265,23 @@ if mount -t tmpfs -o size=32m tmpfs room 2>/dev/null; then
         expect_grep "$fs/loaded-node-local" "$fs/cairn.log" "checkpoint loaded \(node-local\): epoch 1 step 0 \(local/ckpt-e000001\)"
         same_bytes "$fs/model" base2/model.h5 "$fs/model.h5"
     done
+    # a resumed run whose node lacks the room (a rerun after a node loss
+    # puts more ranks' parts on each node left; here the tmpfs shrinks under
+    # the tree of the run before) is not refused: it warns once, saves to
+    # the shared directory alone, and ends with the same bytes, leaving
+    # nothing on the node
+    umount room && mount -t tmpfs -o size=160m tmpfs room
+    CAIRN_FAULT=kill:write:1:2 mpi shrunk-killed 6 "${job[@]}" --run-dir shrunk --set stop.max_epochs=2 \
+        --set "checkpoint.local=\"$PWD/room\""
+    expect_rc shrunk/killed shrunk-killed 137
+    mount -o remount,size=40m room
+    mpi shrunk-rerun 6 "${job[@]}" --run-dir shrunk --set stop.max_epochs=2 --set "checkpoint.local=\"$PWD/room\""
+    expect_rc shrunk/rerun-exit shrunk-rerun 0
+    expect_grep shrunk/loaded-node-local shrunk/cairn.log "checkpoint loaded \(node-local\): epoch 1 step 0 \(local/ckpt-e000001\)"
+    expect_count shrunk/warned-once shrunk/cairn.log "warning: checkpoint.local = \"$PWD/room\" is in memory \(tmpfs\) on $(hostname), with room for 4[0-9.]+ MB, but that node will hold 5[0-9.]+ MB .*; this run resumed a checkpoint, so it goes on without node-local saves: every save goes to the shared directory shrunk/ckpt$" 1
+    expect_count shrunk/no-node-local-saves shrunk-rerun.out "checkpoint saved \(node-local\)" 0
+    expect_eq shrunk/nothing-left-on-the-node "$(ls -A room/cairn-*)" ""
+    same_bytes shrunk/model base2/model.h5 shrunk/model.h5
     umount room
 else
     echo "skip - $T_NAME/room: cannot mount a tmpfs here (needs root)"

@@ -82,6 +82,7 @@ struct ckpt_mgr {
     bool skip_local;   /* a resume found the node-local tier unusable */
     bool flushed;      /* this run committed a shared checkpoint */
     bool local_failed; /* the last node-local save failed: the next one flushes */
+    bool local_off;    /* a resumed run whose nodes lack room: shared saves only */
     bool fallback_said;
     double state_bytes; /* every rank's together: at the start, then as each save found it */
 };
@@ -114,7 +115,7 @@ double ckpt_stop_seconds(const struct ckpt_mgr *c)
 {
     return (c->bg ? c->longest : 0) + stop_save_seconds(c);
 }
-bool ckpt_local_tier(const struct ckpt_mgr *c) { return c && c->local_dir[0]; }
+bool ckpt_local_tier(const struct ckpt_mgr *c) { return c && c->local_dir[0] && !c->local_off; }
 bool ckpt_committed_at(const struct ckpt_mgr *c, const struct ckpt_meta *m)
 {
     return c->committed && c->last.epoch == m->epoch && c->last.step == m->step;
@@ -1384,7 +1385,20 @@ static int save_background(struct ckpt_mgr *c, const struct ckpt_meta *m, int ti
     return 0;
 }
 
-int ckpt_ready(struct ckpt_mgr *c)
+/* A resumed run whose nodes cannot hold the node-local tier (a rerun on
+ * fewer nodes, each with more ranks' parts) goes on with shared saves
+ * only: refusing it would fail the job for good (a rerun cannot give a
+ * node more room), and its progress is safe in the shared file. */
+static void local_off(struct ckpt_mgr *c)
+{
+    c->local_off = true;
+    if (is_root(c))
+        runlog_line(c->rt->log, "warning: %s; this run resumed a checkpoint, so it goes on without "
+                                "node-local saves: every save goes to the shared directory %s",
+                    cairn_errmsg(), c->dir);
+}
+
+int ckpt_ready(struct ckpt_mgr *c, bool resumed)
 {
     if (!ckpt_enabled(c)) return 0;
     struct ckpt_view v;
@@ -1396,7 +1410,14 @@ int ckpt_ready(struct ckpt_mgr *c)
         struct saver s = main_saver(c, t);
         rc = state_bytes(c, &s, &c->state_bytes); /* what a stop writes, before a save is measured */
     }
-    if (rc == 0 && c->local_dir[0]) rc = ckpt_local_check_room(&v, hosts(c), c->local_root, setting);
+    if (rc == 0 && c->local_dir[0]) {
+        bool short_of_room = false;
+        rc = ckpt_local_check_room(&v, hosts(c), c->local_root, setting, &short_of_room);
+        if (rc && short_of_room && resumed) {
+            local_off(c);
+            rc = 0;
+        }
+    }
     free(t);
     return rc;
 }
@@ -1447,7 +1468,7 @@ static int save_now(struct ckpt_mgr *c, const struct ckpt_meta *m, int tiers)
  * rerun may have other nodes). */
 static int save_tiers(const struct ckpt_mgr *c, const struct ckpt_meta *m, bool now)
 {
-    if (!c->local_dir[0] || now) return TIER_SHARED;
+    if (!c->local_dir[0] || c->local_off || now) return TIER_SHARED;
     bool flush = !c->flushed || c->local_failed || m->epoch - c->last.epoch >= c->spec->flush_every;
     return flush ? TIER_LOCAL | TIER_SHARED : TIER_LOCAL;
 }

@@ -853,9 +853,10 @@ static double tree_bytes(const char *root)
 }
 
 int ckpt_local_check_room(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOST_MAX],
-                          const char *root, const char *setting)
+                          const char *root, const char *setting, bool *short_of_room)
 {
     int rc = 0, size = v->plan->nranks;
+    *short_of_room = false;
     struct placement_nodes nd = {0};
     uint64_t mine = part_bytes(v), *parts = malloc((size_t)size * sizeof *parts);
     double need = 0, avail = 0;
@@ -876,7 +877,8 @@ int ckpt_local_check_room(const struct ckpt_view *v, const char (*hosts)[PLACEME
                            "commits): give it more room, use a local disk, or leave checkpoint.local out",
                            setting, hosts[v->rank], (avail + tree_bytes(root)) / 1e6, need / 1e6,
                            nd.n > 1 ? " and the partner copies it keeps" : "");
-    CAIRN_CHECK(coll_agree(v->comm, rc));
+    rc = coll_agree(v->comm, rc);
+    *short_of_room = rc == CAIRN_EINPUT;
 cleanup:
     free(parts);
     placement_nodes_free(&nd);

@@ -582,10 +582,10 @@ static int start(struct runtime *rt, struct ckpt_meta *m)
         if (is_root(rt))
             runlog_line(rt->log, "resuming %s%s (init skipped)", ckpt_position(m->epoch, m->step, at, sizeof at),
                         m->done ? ", after which a stop blob held" : "");
-        return ckpt_ready(rt->ckpt);
+        return ckpt_ready(rt->ckpt, true);
     }
     CAIRN_CHECK(run_phase(rt, PHASE_INIT));
-    CAIRN_CHECK(ckpt_ready(rt->ckpt));
+    CAIRN_CHECK(ckpt_ready(rt->ckpt, false));
     CAIRN_CHECK(save_settled(rt, m, false));
 cleanup:
     return rc;
