@@ -109,6 +109,13 @@ double ckpt_longest_stall(const struct ckpt_mgr *c);
 /* Whether m's position is the one this run last committed or resumed
  * from (false after a save of it failed with on_failure = "warn"). */
 bool ckpt_committed_at(const struct ckpt_mgr *c, const struct ckpt_meta *m);
+/* Collective: when m's position is committed to the shared directory
+ * (ckpt_committed_at), remove every node-local checkpoint, which it
+ * supersedes, from the nodes of this run and from the list, as a stop's
+ * save does; for a stop whose position was saved there already (a flush),
+ * so that no stop save follows.  Best effort; nothing without a node-local
+ * tier. */
+void ckpt_drop_local(struct ckpt_mgr *c, const struct ckpt_meta *m);
 /* Saves go to a node-local tier (checkpoint.local) first. */
 bool ckpt_local_tier(const struct ckpt_mgr *c);
 const char *ckpt_dir(const struct ckpt_mgr *c);

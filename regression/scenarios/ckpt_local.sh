@@ -8,6 +8,8 @@
 #   each node keeps only the newest node-local checkpoint, and none once
 #   the final shared save supersedes it; the model is the one shared
 #   checkpoints give, byte for byte.
+# - A stop at an epoch whose save was a flush (both tiers) leaves nothing
+#   on the node either.
 # - A node-local save that fails (ENOSPC) sends the next save to the
 #   shared file too, said once; a resumed run's first save goes there too.
 # - A run killed in its final (shared) save resumes from the newer
@@ -54,6 +56,26 @@ root=$(echo nodelocal/cairn-*)
 expect_eq tiers/nothing-left-on-the-node "$(ls -A "$root")" ""
 expect_eq tiers/no-manifest-left "$(ls tiers/ckpt/local | grep -c ckpt-)" 0
 same_bytes tiers/model base/model.h5 tiers/model.h5
+rm -rf nodelocal
+
+# ---- a stop at an epoch whose save went to the shared file too ------------------------------
+# With one step an epoch, USR1 in epoch 2 stops the run after its save, a
+# flush (flush_every=2): there is no stop save, yet the shared checkpoint
+# supersedes the node-local ones, which leave the node and the list; the
+# rerun resumes from the shared one and ends with the same bytes.
+one=(run "$JOBS/demo.cfg" --set replicas=2 --set steps_per_epoch=1 --set stop.max_epochs=4)
+mpi base1 6 "${one[@]}" --run-dir base1
+expect_rc base1/exit base1 0
+CAIRN_FAULT=signal:USR1:3:2 mpi flushstop 6 "${one[@]}" --run-dir flushstop "${local[@]}" --set checkpoint.flush_every=2
+expect_rc flushstop/stopped flushstop 75
+expect_grep flushstop/flushed flushstop/cairn.log "checkpoint saved: epoch 2 step 0"
+expect_grep flushstop/superseded flushstop/cairn.log "the checkpoint after epoch 2 in flushstop/ckpt supersedes the node-local ones: removed from the nodes of this run"
+expect_eq flushstop/nothing-left-on-the-node "$(ls -A nodelocal/cairn-*)" ""
+expect_eq flushstop/no-manifest-left "$(ls flushstop/ckpt/local | grep -c ckpt-)" 0
+mpi flushstop-rerun 6 "${one[@]}" --run-dir flushstop "${local[@]}" --set checkpoint.flush_every=2
+expect_rc flushstop/rerun-exit flushstop-rerun 0
+expect_grep flushstop/resumed flushstop/cairn.log "checkpoint loaded: epoch 2 step 0 \(ckpt-e000002.h5\)"
+same_bytes flushstop/model base1/model.h5 flushstop/model.h5
 rm -rf nodelocal
 
 # killed TAG [ARG...]: a run of 2 epochs that dies in its final save (to the

@@ -1275,6 +1275,18 @@ static void drop_local(struct ckpt_mgr *c, const struct saver *s, const struct c
     free(t);
 }
 
+void ckpt_drop_local(struct ckpt_mgr *c, const struct ckpt_meta *m)
+{
+    if (!ckpt_enabled(c) || !c->local_dir[0] || !ckpt_committed_at(c, m)) return;
+    struct ckpt_view v;
+    struct tensor **t = NULL;
+    if (coll_agree(world(c), make_view(c, &v, &t)) == 0) {
+        struct saver s = main_saver(c, t);
+        drop_local(c, &s, m);
+    }
+    free(t);
+}
+
 /* Save m's position with s to the tiers asked for: the node-local one
  * first (it is quick), then the shared file.  A node-local save that fails
  * does not keep a flush from being tried.  Every rank returns the same

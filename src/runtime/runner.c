@@ -440,9 +440,12 @@ static int preempted(struct runtime *rt, const struct run_opts *o, const struct 
     CAIRN_CHECK(tried ? ckpt_wait(rt->ckpt) : save_settled(rt, m, true));
     /* with a node-local tier the save tried may have gone to the nodes
      * alone (or failed there): a stop saves to the shared directory, for
-     * the rerun may have other nodes */
-    if (tried && !ckpt_committed_at(rt->ckpt, m) && ckpt_local_tier(rt->ckpt))
+     * the rerun may have other nodes; if it went there too (a flush), no
+     * stop save removes the node-local checkpoints it supersedes: done here */
+    bool flushed = tried && ckpt_committed_at(rt->ckpt, m);
+    if (tried && !flushed && ckpt_local_tier(rt->ckpt))
         CAIRN_CHECK(save_settled(rt, m, true));
+    if (flushed) ckpt_drop_local(rt->ckpt, m);
     bool saved = ckpt_committed_at(rt->ckpt, m);
     if (saved)
         snprintf(outcome, sizeof outcome, "checkpoint saved in %s", ckpt_dir(rt->ckpt));
