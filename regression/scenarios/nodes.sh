@@ -23,7 +23,7 @@
 #   nodes, 2 on the 2 left).
 # - Stopping a cluster with a dead node leaves nothing behind.
 # NODES_CASES="across cut ..." runs only those cases (see the end).
-# check: alone (killed nodes, Slurm daemons and liveness timeouts)
+# check: slots 3 (killed nodes and 10 s liveness timeouts: one test beside it at most)
 . "$(dirname "$0")/../lib.sh"
 why=""
 [ "$(id -u)" = 0 ] || why="needs root (network namespaces)"
