@@ -38,10 +38,11 @@ expect_rc base/exit base 0
 # one epoch outside Slurm: its stop leaves the shared checkpoint of epoch 1
 mpi first 4 run "$JOB" --run-dir limit "${short[@]}" --set stop.max_epochs=1 "${local[@]}"
 expect_rc first/exit first 0
-# resumed under Slurm with a one-minute limit and no signal ahead
+# resumed under Slurm with a five-minute limit (room for a loaded machine;
+# the clock jumps past it in epoch 4) and no signal ahead
 sed '/^#SBATCH --signal/d' "$CAIRN_ROOT/slurm/cairn.sbatch" >nosignal.sbatch
-j=$(CAIRN_FAULT=slow:write@16:0,clock:120:0:4 RUN_DIR=limit LAUNCHER=mpirun sbatch --parsable -o limit.out \
-    --time=2 nosignal.sbatch "${short[@]}" --set slurm.requeue=false --set checkpoint.async=true "${local[@]}")
+j=$(CAIRN_FAULT=slow:write@16:0,clock:300:0:4 RUN_DIR=limit LAUNCHER=mpirun sbatch --parsable -o limit.out \
+    --time=5 nosignal.sbatch "${short[@]}" --set slurm.requeue=false --set checkpoint.async=true "${local[@]}")
 job_wait "$j" >/dev/null
 expect_grep limit/resumed-shared limit/cairn.log "checkpoint loaded: epoch 1 step 0 \(ckpt-e000001.h5\)"
 expect_grep limit/first-save-shared limit/cairn.log "checkpoint saved: epoch 2 step 0 \(ckpt-e000002.h5\)"

@@ -153,20 +153,28 @@ static void on_continue(int sig)
     errno = saved;
 }
 
-/* The thread's tick: was the process stopped since the last one? */
-static void tick(struct watchdog *w, long long now)
+/* The thread's tick: was the process stopped since the last one?  Returns
+ * the tick's time: a fresh one when the handler took the tick (the stop
+ * may have fallen after `now` was read: that stale time would make the
+ * next tick late by the stop, counting it twice). */
+static long long tick(struct watchdog *w, long long now)
 {
     long cont = clock_stops();
     long long expect = w->tick;
     /* the handler took the tick since: it counted the stop (no second time) */
     bool handled = !atomic_compare_exchange_strong(&tick_ns, &expect, now);
-    if (handled) atomic_store(&tick_ns, now);
-    else if (now - w->due > (long long)(LATE_SECONDS * 1e9)) clock_stopped((double)(now - w->due) / 1e9);
+    if (handled) {
+        now = mono_ns();
+        atomic_store(&tick_ns, now);
+    } else if (now - w->due > (long long)(LATE_SECONDS * 1e9)) {
+        clock_stopped((double)(now - w->due) / 1e9);
+    }
     w->tick = now;
-    if (cont == w->seen) return;
+    if (cont == w->seen) return now;
     w->seen = cont;
     double run = clock_run();
     for (struct watchdog_lane *l = w->lanes; l; l = l->next) l->last = run;
+    return now;
 }
 
 /* Every lane is watched on its own: one lane's progress never vouches for
@@ -177,8 +185,7 @@ static void *watch(void *arg)
     struct watchdog *w = arg;
     pthread_mutex_lock(&w->mu);
     while (!w->stop) {
-        long long at = mono_ns();
-        tick(w, at);
+        long long at = tick(w, mono_ns());
         double now = clock_run(), nap = 1;
         for (const struct watchdog_lane *l = w->lanes; l; l = l->next) {
             if (l->paused) continue;
