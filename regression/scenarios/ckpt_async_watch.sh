@@ -46,3 +46,14 @@ for t in thread nothread; do
     expect_grep "no-thread/$t/slow" "c-$t.err" "rank 0: CAIRN_FAULT holds this rank at before_rename for 2 s"
     expect_eq "no-thread/$t/result" "$(metric "c-$t/metrics.jsonl" log result)" "$(metric c-ref/metrics.jsonl log result)"
 done
+# Two ranks, rank 0 without a thread: rank 1's writer writes its share at
+# once, but its main thread must not wait out rank 0's inline save (4 s)
+# in the next step's first collective, watched as idleness (3 s): it
+# waits beside the save, paused, and the run ends as the reference does.
+mpi c-ref2 2 run "$JOBS/counter.cfg" --run-dir c-ref2 --set groups.0.ranks=2
+expect_rc no-thread/two-ranks/reference c-ref2 0
+CAIRN_FAULT=nothread:writer:0:2,$slow mpi c-two 2 run "$JOBS/counter.cfg" --run-dir c-two \
+    --set groups.0.ranks=2 "${async[@]}" --set watchdog.timeout=3
+expect_rc no-thread/two-ranks/exit c-two 0
+expect_grep no-thread/two-ranks/inline c-two.err "rank 0: CAIRN_FAULT holds this rank at before_rename for 2 s"
+expect_eq no-thread/two-ranks/result "$(metric c-two/metrics.jsonl log result)" "$(metric c-ref2/metrics.jsonl log result)"

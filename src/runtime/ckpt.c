@@ -1389,12 +1389,17 @@ static int save_background(struct ckpt_mgr *c, const struct ckpt_meta *m, int ti
     c->pending = *m;
     c->pending_tiers = tiers;
     /* should no thread be had, the save is written here and now, on the
-     * writer's lane with a save's allowance: the main lane waits for it */
+     * writer's lane with a save's allowance: the main lane waits for it.
+     * So do the other ranks' (their threads may have started): a rank
+     * writing inline reaches the next step only once its save is written,
+     * and they wait for it here, paused, not in that step's first
+     * collective, where the save's time would count as idleness. */
     struct watchdog_lane *lane = watchdog_main(c->rt->watchdog);
     watchdog_pause(lane);
     ckpt_bg_start(c->bg, write_pending, c, !fault_nothread(&c->rt->fault, l->rank, "writer", m->epoch));
+    rc = coll_barrier(world(c));
     watchdog_progress(lane);
-    return 0;
+    return rc;
 }
 
 /* A resumed run whose nodes cannot hold the node-local tier (a rerun on
