@@ -209,3 +209,25 @@ for line in open(path):
 print(" ".join(vals))
 PY
 }
+
+# slurm_cluster PORT [PART]: a private single-node Slurm cluster
+# (slurm/testcluster) in ./cluster on $CAIRN_SLURM_PORT, by default PORT
+# (each scenario its own: they run side by side), stopped when the
+# scenario exits, SLURM_CONF exported.  Without Slurm, the scenario (or
+# its PART) is skipped: the scenario ends here.
+slurm_cluster() {
+    if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
+        echo "skip - $T_NAME${2:+/$2}: slurmctld or munged is not installed (make deps installs them)"
+        exit 0
+    fi
+    cluster=$PWD/cluster
+    export CAIRN_SLURM_PORT=${CAIRN_SLURM_PORT:-$1}
+    trap '"$CAIRN_ROOT/slurm/testcluster/stop" "$cluster" >/dev/null 2>&1' EXIT
+    trap 'exit 1' TERM INT # the driver's timeout: stop the cluster on the way out
+    if ! "$CAIRN_ROOT/slurm/testcluster/start" "$cluster" >start.out 2>&1; then
+        fail cluster/start "the test cluster did not start" start.out "$cluster/log/slurmctld.log" "$cluster/log/slurmd.log"
+        exit 1
+    fi
+    pass cluster/start
+    export SLURM_CONF=$cluster/slurm.conf
+}

@@ -12,22 +12,9 @@
 # needs longer than Slurm's KillWait (30 s here), and the rerun ends with
 # the bytes of an uninterrupted run.
 . "$(dirname "$0")/../lib.sh"
-if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
-    echo "skip - $T_NAME: slurmctld or munged is not installed (make deps installs them)"
-    exit 0
-fi
 enter
 T_TIMEOUT=180
-cluster=$PWD/cluster
-export CAIRN_SLURM_PORT=${CAIRN_SLURM_PORT:-16867}
-trap '"$CAIRN_ROOT/slurm/testcluster/stop" "$cluster" >/dev/null 2>&1' EXIT
-trap 'exit 1' TERM INT # the driver's timeout: stop the cluster on the way out
-if ! "$CAIRN_ROOT/slurm/testcluster/start" "$cluster" >start.out 2>&1; then
-    fail cluster/start "the test cluster did not start" start.out "$cluster/log/slurmctld.log" "$cluster/log/slurmd.log"
-    exit 1
-fi
-pass cluster/start
-export SLURM_CONF=$cluster/slurm.conf
+slurm_cluster 16867
 export CAIRN JOB=$JOBS/demo.cfg KILL_GRACE=5
 demo_data data 2 demo.h5
 local=(--set "checkpoint.local=\"$PWD/nodelocal\"")

@@ -10,22 +10,9 @@
 # so that the old run has surely ended; the waits below are that long.
 # check: alone (Slurm daemons and signals on their schedule)
 . "$(dirname "$0")/../lib.sh"
-if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
-    echo "skip - $T_NAME: slurmctld or munged is not installed (make deps installs them)"
-    exit 0
-fi
 enter
 T_TIMEOUT=180
-cluster=$PWD/cluster
-export CAIRN_SLURM_PORT=${CAIRN_SLURM_PORT:-16837}
-trap '"$CAIRN_ROOT/slurm/testcluster/stop" "$cluster" >/dev/null 2>&1' EXIT
-trap 'exit 1' TERM INT # the driver's timeout: stop the cluster on the way out
-if ! "$CAIRN_ROOT/slurm/testcluster/start" "$cluster" >start.out 2>&1; then
-    fail cluster/start "the test cluster did not start" start.out "$cluster/log/slurmctld.log" "$cluster/log/slurmd.log"
-    exit 1
-fi
-pass cluster/start
-export SLURM_CONF=$cluster/slurm.conf
+slurm_cluster 16837
 # mpirun's kill grace (cairn.sbatch): 2 x 5 s is ample for the demo and
 # halves the wait each mpirun exit 75 costs
 export CAIRN JOB=$JOBS/demo.cfg KILL_GRACE=5

@@ -84,20 +84,7 @@ kill "$guard" 2>/dev/null
 expect_rc plain/exit plain 0
 went_on plain plain.err
 
-if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
-    echo "skip - $T_NAME/slurm: slurmctld or munged is not installed (make deps installs them)"
-    exit 0
-fi
-cluster=$PWD/cluster
-export CAIRN_SLURM_PORT=${CAIRN_SLURM_PORT:-16877}
-trap '"$CAIRN_ROOT/slurm/testcluster/stop" "$cluster" >/dev/null 2>&1' EXIT
-trap 'exit 1' TERM INT # the driver's timeout: stop the cluster on the way out
-if ! "$CAIRN_ROOT/slurm/testcluster/start" "$cluster" >start.out 2>&1; then
-    fail cluster/start "the test cluster did not start" start.out "$cluster/log/slurmctld.log" "$cluster/log/slurmd.log"
-    exit 1
-fi
-pass cluster/start
-export SLURM_CONF=$cluster/slurm.conf
+slurm_cluster 16877 slurm
 
 # suspended TAG LAUNCHER: cairn.sbatch suspended by Slurm in epoch 2 for
 # STOPPED seconds, then resumed
