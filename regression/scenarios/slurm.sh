@@ -8,7 +8,7 @@
 #
 # Slurm holds a requeued job back for cred_expire + 1 s (about 12 s here),
 # so that the old run has surely ended; the waits below are that long.
-# check: alone (Slurm daemons and signals on their schedule)
+# check: slots 2 (its waits are Slurm's and the logs', its timeouts the defaults: a little company)
 . "$(dirname "$0")/../lib.sh"
 enter
 T_TIMEOUT=180
