@@ -15,7 +15,7 @@ declare -A of=(
     [analyze]=job [config]=job [ext]=job [job]=job [op]=job [plan]=job [placement]=job [print]=job
     [ckpt_file]=ckpt [ckpt_index]=ckpt
     [ckpt]=runtime [ckpt_bg]=runtime [ckpt_local]=runtime [exec]=runtime [layout]=runtime [reader]=runtime [runner]=runtime
-    [runtime]=runtime [workspace]=runtime [guard]=runtime [progress]=runtime
+    [runtime]=runtime [workspace]=runtime [guard]=runtime [progress]=runtime [blas_kernel]=runtime
     [embed_ids]=embed [optim]=embed [sparse_rows]=embed [embed_bag]=embed
     [infer]=train [model]=train [nn]=train [scalapack]=train [train]=train [train_spec]=train [trainplan]=train
     [cli]=app [datagen]=app
