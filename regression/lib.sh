@@ -148,7 +148,7 @@ expect_eq() {
 # ---- Slurm scenarios ----
 
 # slurm_client CMD...: a Slurm client command for the scenario's cluster
-# (a multi-node cluster runs them on its controller: see nodes.sh)
+# (a multi-node cluster runs them on its controller: see nodes_lib.sh)
 slurm_client() { "$@"; }
 
 # first_run_fault SPEC: once.sh, which runs cairn with CAIRN_FAULT=SPEC in

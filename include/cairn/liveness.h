@@ -5,12 +5,21 @@
  * seconds (its process, its node or the network to it is gone), the rank
  * says so and ends its process with exit 3, and the launcher ends the
  * rest: a lost node is noticed by cairn within about `silence`, whatever
- * Slurm's node timeout.  One message each way per rank and second, on a
- * communicator of its own; nothing grows with the number of ranks.
+ * Slurm's node timeout.  The heartbeats are UDP datagrams (to the up,
+ * non-loopback IPv4 addresses of the successor's host, at most 8), sent
+ * and heard by a thread that calls MPI only once a loss is found: a rank
+ * whose MPI is held up by a connection to a lost node still beats, so
+ * only the lost are named.  The ring thus checks the IP path between the
+ * hosts, not MPI's own network.  At start-up every rank waits for its
+ * predecessor's first heartbeat, so datagrams that never get through fail
+ * the start on every rank with one clear error instead of looking like
+ * lost nodes later.  Questions go over MPI, on a communicator of its own;
+ * nothing grows with the number of ranks.
  *
  * A loss is reported once: the rank that finds it sends its line to every
- * other rank, which ends at once (exit 3) without a word of its own, its
- * RUN_DIR/exit_status left to that line.  Otherwise its successor would
+ * other rank over MPI, and to its successor with the heartbeats, which
+ * passes it on round the ring; each ends at once (exit 3) without a word
+ * of its own, its RUN_DIR/exit_status left to that line.  Otherwise its successor would
  * take it, ended for a lost peer, for a lost one itself, and so on round
  * the ring.  O(ranks) messages, once, from the one rank. */
 #ifndef CAIRN_LIVENESS_H
@@ -22,7 +31,7 @@
 
 struct liveness;
 
-/* Called once, from the liveness thread, with the message (one line, no
+/* Called once, from one of the liveness threads, with the message (one line, no
  * newline), before the process ends with exit 3: found, this rank found
  * the loss; else another rank did and sent its line. */
 typedef void liveness_lost_fn(void *arg, const char *line, bool found);

@@ -2,7 +2,7 @@
 # demo on 6 ranks (2 replicas of 2 stages, 2 PS shards: replicated state
 # in groups of 2, sharded state on the shards).  Multi-node behaviour (a
 # node lost, partner copies, a "local" directory every node sees) is in
-# nodes.sh.
+# nodes.sh, nodes_loss.sh and nodes_host.sh.
 # - Saves go to the nodes every epoch and to the shared directory every
 #   flush_every epochs and at the end; `cairn ckpt ls` lists both tiers;
 #   each node keeps only the newest node-local checkpoint, and none once

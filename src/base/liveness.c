@@ -5,30 +5,57 @@
 #include "cairn/coll.h"
 #include "cairn/error.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <limits.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #define BEAT_SECONDS 1.0
 #define LISTEN_SECONDS 0.1 /* how often the thread looks for heartbeats and questions */
-enum { TAG_BEAT, TAG_ASK, TAG_TELL, TAG_LOST };
+enum { TAG_ASK = 1, TAG_TELL, TAG_LOST };
+enum { ADDR_MAX = 8 }; /* a host's IPv4 addresses a heartbeat goes to */
 enum { TELL_MAX = 1024, TELL_SLOTS = 32 }; /* an answer's bytes; answers in flight */
 enum { LOST_MAX = 768 };                    /* a finding's bytes */
+enum { PASS_TIMES = 3 };                    /* an ending datagram's copies */
+
+/* Where a rank's heartbeats go: its host's addresses (network order) and
+ * its socket's port. */
+struct beat_addr {
+    uint32_t ip[ADDR_MAX];
+    uint32_t n, port;
+};
+struct beat_msg {
+    uint64_t key; /* this run's: another job's heartbeats do not count */
+    int32_t rank, ending; /* ending: the sender ends for a finding, line holds it */
+    char line[LOST_MAX];
+};
+#define BEAT_BYTES offsetof(struct beat_msg, line) /* a plain heartbeat's */
 
 struct liveness {
-    MPI_Comm comm; /* a dup of world: the heartbeats never meet cairn's messages */
+    MPI_Comm comm; /* a dup of world: questions and findings never meet cairn's messages */
     int me, prev, next;
     double silence, heard; /* heard: when prev's last heartbeat arrived */
-    int beat_out, beat_in;
-    MPI_Request send, recv;
-    pthread_t thread;
+    int sock;              /* UDP: the heartbeats do not depend on MPI's progress */
+    uint64_t key;
+    struct beat_addr to; /* the successor's */
+    pthread_t thread, pulse;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    bool stop;
+    atomic_bool stop, ending; /* ending: a finding (own or told) ends this process */
+    atomic_bool heard_once;   /* a first heartbeat came: datagrams get through */
     char who[96], prev_host[128];
     liveness_lost_fn *lost;
     liveness_where_fn *where;
@@ -43,6 +70,7 @@ struct liveness {
 };
 
 static bool settle(MPI_Request *r, int n, double wait);
+static void end_told(struct liveness *l, const char *line);
 
 /* A finding goes to every other rank, the next ones first, so that they
  * end at once, quietly, with this cause: a ring that went on would take
@@ -60,8 +88,9 @@ static void tell_all(struct liveness *l, const char *line, MPI_Request *r)
     settle(r, n, 0.25); /* eager and small: the live ranks' leave at once */
 }
 
-static _Noreturn void silent(struct liveness *l, double quiet)
+static void silent(struct liveness *l, double quiet)
 {
+    if (atomic_exchange(&l->ending, true)) return; /* told of a loss meanwhile: that thread ends it */
     char line[512];
     snprintf(line, sizeof line,
              "%s: rank %d (%s) has not been heard from for %.0f s (watchdog.liveness %.0f s): "
@@ -84,37 +113,89 @@ static void told(struct liveness *l)
     if (l->lost_req == MPI_REQUEST_NULL || MPI_Test(&l->lost_req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || !done)
         return;
     l->lost_in[LOST_MAX - 1] = 0;
-    if (l->lost) l->lost(l->arg, l->lost_in, false);
+    end_told(l, l->lost_in);
+}
+
+/* Send a heartbeat to every address of the successor's host (one of them
+ * reaches it; a datagram lost now and then is what `silence` allows). */
+static void send_to_next(struct liveness *l, const struct beat_msg *m, size_t bytes)
+{
+    for (uint32_t i = 0; i < l->to.n; i++) {
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = (in_port_t)l->to.port};
+        a.sin_addr.s_addr = l->to.ip[i];
+        ssize_t ignored = sendto(l->sock, m, bytes, MSG_DONTWAIT, (struct sockaddr *)&a, sizeof a);
+        (void)ignored;
+    }
+}
+
+static void beat(struct liveness *l)
+{
+    struct beat_msg m = {.key = l->key, .rank = l->me};
+    send_to_next(l, &m, BEAT_BYTES);
+}
+
+/* This rank ends for a finding: the successor hears it with the beats
+ * (and passes it on), also when MPI cannot carry it (held up, or the
+ * successor's MPI is). */
+static void pass_on(struct liveness *l, const char *line)
+{
+    struct beat_msg m = {.key = l->key, .rank = l->me, .ending = 1};
+    snprintf(m.line, sizeof m.line, "%s", line);
+    for (int i = 0; i < PASS_TIMES; i++) send_to_next(l, &m, BEAT_BYTES + strlen(m.line) + 1);
+}
+
+/* A finding from elsewhere: this rank ends too, with that cause and no
+ * word of its own, and passes it on; nothing if this rank ends already. */
+static void end_told(struct liveness *l, const char *line)
+{
+    if (atomic_exchange(&l->ending, true)) return; /* this rank's own finding goes first */
+    if (l->lost) l->lost(l->arg, line, false);
+    pass_on(l, line);
     _exit(cairn_exit_code(CAIRN_ERUNTIME));
 }
 
-/* Send the next heartbeat when the last has left. */
-static void beat(struct liveness *l)
-{
-    int done = 0;
-    if (l->send != MPI_REQUEST_NULL && MPI_Test(&l->send, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-        l->send = MPI_REQUEST_NULL;
-    if (l->send == MPI_REQUEST_NULL &&
-        MPI_Isend(&l->beat_out, 1, MPI_INT, l->next, TAG_BEAT, l->comm, &l->send) != MPI_SUCCESS)
-        l->send = MPI_REQUEST_NULL;
-}
-
-/* Take in every heartbeat that arrived.  A receive that fails counts as
- * silence; nothing here can spin. */
+/* Take in every heartbeat that arrived; anything else is dropped. */
 static void listen_beats(struct liveness *l)
 {
-    int done = 0;
-    while (l->recv != MPI_REQUEST_NULL) {
-        done = 0;
-        if (MPI_Test(&l->recv, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
-            l->recv = MPI_REQUEST_NULL; /* failed: silence from now on */
-            break;
-        }
-        if (!done) break;
+    struct beat_msg m;
+    ssize_t n;
+    while ((n = recv(l->sock, &m, sizeof m, MSG_DONTWAIT)) >= 0) {
+        if (n < (ssize_t)BEAT_BYTES || m.key != l->key || m.rank != l->prev) continue;
         l->heard = clock_now();
-        if (MPI_Irecv(&l->beat_in, 1, MPI_INT, l->prev, TAG_BEAT, l->comm, &l->recv) != MPI_SUCCESS)
-            l->recv = MPI_REQUEST_NULL;
+        atomic_store(&l->heard_once, true);
+        if (m.ending && n > (ssize_t)BEAT_BYTES) {
+            m.line[n - (ssize_t)BEAT_BYTES - 1] = 0;
+            end_told(l, m.line);
+        }
     }
+}
+
+/* The heartbeats, on a thread that never calls MPI: a rank whose MPI is
+ * held up (a connection to a lost node) still beats, so that only the
+ * lost are named. */
+static void *pulse(void *arg)
+{
+    struct liveness *l = arg;
+    double last = clock_now(), due = 0;
+    long stops = clock_stops();
+    while (!atomic_load(&l->stop) && !atomic_load(&l->ending)) {
+        double now = clock_now();
+        if (now >= due) beat(l), due = now + BEAT_SECONDS;
+        listen_beats(l);
+        now = clock_now();
+        double quiet = now - l->heard;
+        /* this thread itself did not run for a while (the job suspended,
+         * the node starved), seen here or by a SIGCONT (also a stop too
+         * short for this test, or one that ended a moment ago): the
+         * silence it sees is its own, not the predecessor's; listen again
+         * from now */
+        if (now - last > 3 * BEAT_SECONDS || clock_stops() != stops) l->heard = now, quiet = 0;
+        stops = clock_stops();
+        last = now;
+        if (quiet > l->silence && atomic_load(&l->heard_once)) silent(l, quiet); /* else first_beats says */
+        clock_sleep(LISTEN_SECONDS);
+    }
+    return NULL;
 }
 
 /* A free answer slot (its last send done), or -1: then the question
@@ -151,29 +232,14 @@ static void answer(struct liveness *l)
     }
 }
 
+/* Questions and findings, over MPI. */
 static void *run(void *arg)
 {
     struct liveness *l = arg;
-    double last = clock_now(), due = 0;
-    long stops = clock_stops();
     pthread_mutex_lock(&l->mu);
-    while (!l->stop) {
-        double now = clock_now();
-        if (now >= due) beat(l), due = now + BEAT_SECONDS;
-        listen_beats(l);
+    while (!atomic_load(&l->stop)) {
         answer(l);
-        told(l); /* first: a rank that knows of a loss reports none of its own */
-        now = clock_now();
-        double quiet = now - l->heard;
-        /* this thread itself did not run for a while (the job suspended,
-         * the node starved), seen here or by a SIGCONT (also a stop too
-         * short for this test, or one that ended a moment ago): the
-         * silence it sees is its own, not the predecessor's; listen again
-         * from now */
-        if (now - last > 3 * BEAT_SECONDS || clock_stops() != stops) l->heard = now, quiet = 0;
-        stops = clock_stops();
-        last = now;
-        if (quiet > l->silence) silent(l, quiet);
+        told(l); /* a rank that knows of a loss reports none of its own */
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
         until.tv_nsec += (long)(LISTEN_SECONDS * 1e9);
@@ -210,7 +276,34 @@ static bool cancel(MPI_Request *r)
     return settle(r, 1, 1.0);
 }
 
-/* Each rank learns its predecessor's host, for the message. */
+/* This rank's heartbeat socket (UDP, any address, a free port) and where
+ * it is reached: its host's IPv4 addresses but loopback (the loopback
+ * alone on a host that has no other).  -1 if it cannot have one. */
+static int beat_socket(struct beat_addr *a)
+{
+    *a = (struct beat_addr){0};
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY)};
+    socklen_t len = sizeof sa;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) != 0) {
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    a->port = sa.sin_port;
+    struct ifaddrs *all = NULL;
+    if (getifaddrs(&all) == 0)
+        for (struct ifaddrs *i = all; i && a->n < ADDR_MAX; i = i->ifa_next)
+            if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && (i->ifa_flags & IFF_UP) &&
+                !(i->ifa_flags & IFF_LOOPBACK))
+                a->ip[a->n++] = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+    freeifaddrs(all);
+    if (a->n == 0) a->ip[a->n++] = htonl(INADDR_LOOPBACK);
+    return fd;
+}
+
+/* Collective: each rank learns its predecessor's host (for the message)
+ * and its successor's heartbeat address; all ranks share a key. */
 static int ring(struct liveness *l, MPI_Comm world, const char *const *hosts)
 {
     MPI_Comm_rank(world, &l->me);
@@ -219,21 +312,78 @@ static int ring(struct liveness *l, MPI_Comm world, const char *const *hosts)
     l->prev = (l->me + size - 1) % size;
     l->next = (l->me + 1) % size;
     snprintf(l->prev_host, sizeof l->prev_host, "%s", hosts ? hosts[l->prev] : "?");
-    if (MPI_Comm_dup(world, &l->comm) != MPI_SUCCESS)
+    struct beat_addr mine;
+    l->sock = beat_socket(&mine);
+    struct beat_addr *all = malloc((size_t)size * sizeof *all);
+    if (l->me == 0 && getrandom(&l->key, sizeof l->key, GRND_NONBLOCK) != (ssize_t)sizeof l->key)
+        l->key = ((uint64_t)getpid() << 32) ^ (uint64_t)(clock_now() * 1e9);
+    int ok = all != NULL, every = 0;
+    /* every rank makes the same calls, whatever failed where */
+    int e1 = MPI_Bcast(&l->key, 1, MPI_UINT64_T, 0, world);
+    int e2 = MPI_Allreduce(&ok, &every, 1, MPI_INT, MPI_MIN, world);
+    if (e1 != MPI_SUCCESS || e2 != MPI_SUCCESS || !every ||
+        MPI_Allgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, world) != MPI_SUCCESS) {
+        free(all);
+        if (l->sock >= 0) close(l->sock);
+        return cairn_err_set(CAIRN_EMPI, __FILE__, __LINE__, "cannot set up the liveness ring");
+    }
+    int missing = -1;
+    for (int r = 0; r < size; r++)
+        if (all[r].port == 0 || all[r].n == 0 || all[r].n > ADDR_MAX) missing = r;
+    l->to = all[l->next];
+    free(all);
+    if (hosts && strcmp(hosts[l->next], hosts[l->me]) != 0) { /* another host: not to addresses this one has too */
+        struct beat_addr to = l->to;
+        to.n = 0;
+        for (uint32_t i = 0; i < l->to.n && i < ADDR_MAX; i++) {
+            bool own = false;
+            for (uint32_t k = 0; k < mine.n; k++) own = own || mine.ip[k] == l->to.ip[i];
+            if (!own) to.ip[to.n++] = l->to.ip[i];
+        }
+        if (to.n > 0) l->to = to;
+    }
+    if (missing >= 0) { /* the same on every rank */
+        if (l->sock >= 0) close(l->sock);
+        return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__,
+                             "rank %d (%s) cannot open a UDP socket for its heartbeats; "
+                             "watchdog.liveness = 0 turns the liveness ring off",
+                             missing, hosts ? hosts[missing] : "?");
+    }
+    if (MPI_Comm_dup(world, &l->comm) != MPI_SUCCESS) {
+        close(l->sock);
         return cairn_err_set(CAIRN_EMPI, __FILE__, __LINE__, "MPI_Comm_dup failed");
-    l->beat_out = l->me;
+    }
     l->heard = clock_now();
-    l->send = l->recv = l->ask = l->lost_req = MPI_REQUEST_NULL;
+    l->ask = l->lost_req = MPI_REQUEST_NULL;
     for (int i = 0; i < TELL_SLOTS; i++) l->tell[i] = MPI_REQUEST_NULL;
-    if (MPI_Irecv(&l->beat_in, 1, MPI_INT, l->prev, TAG_BEAT, l->comm, &l->recv) != MPI_SUCCESS ||
-        (l->where && MPI_Irecv(&l->ask_in, 1, MPI_CHAR, MPI_ANY_SOURCE, TAG_ASK, l->comm, &l->ask) != MPI_SUCCESS) ||
+    if ((l->where && MPI_Irecv(&l->ask_in, 1, MPI_CHAR, MPI_ANY_SOURCE, TAG_ASK, l->comm, &l->ask) != MPI_SUCCESS) ||
         MPI_Irecv(l->lost_in, LOST_MAX, MPI_CHAR, MPI_ANY_SOURCE, TAG_LOST, l->comm, &l->lost_req) != MPI_SUCCESS) {
-        cancel(&l->recv);
         cancel(&l->ask);
         MPI_Comm_free(&l->comm);
+        close(l->sock);
         return cairn_err_set(CAIRN_EMPI, __FILE__, __LINE__, "MPI_Irecv failed");
     }
     return 0;
+}
+
+/* Collective: every rank has heard its predecessor once, or all fail
+ * alike, at start-up: datagrams that never get through (a firewall) would
+ * otherwise look like lost nodes.  Waited for until a second before the
+ * ring itself would call the predecessor silent. */
+static int first_beats(struct liveness *l, MPI_Comm world, const char *const *hosts)
+{
+    for (double until = l->heard + l->silence - 1; !atomic_load(&l->heard_once) && clock_now() < until;)
+        clock_sleep(0.01);
+    int deaf = atomic_load(&l->heard_once) ? INT_MAX : l->me, first = INT_MAX;
+    if (MPI_Allreduce(&deaf, &first, 1, MPI_INT, MPI_MIN, world) != MPI_SUCCESS)
+        return cairn_err_set(CAIRN_EMPI, __FILE__, __LINE__, "cannot set up the liveness ring");
+    if (first == INT_MAX) return 0;
+    int prev = (first + l->size - 1) % l->size;
+    return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__,
+                         "rank %d (%s) heard no heartbeat from rank %d (%s) in %.0f s: UDP datagrams between "
+                         "them do not get through (a firewall?); let them through, or set "
+                         "watchdog.liveness = 0 to run without the liveness ring",
+                         first, hosts ? hosts[first] : "?", prev, hosts ? hosts[prev] : "?", l->silence - 1);
 }
 
 int liveness_start(MPI_Comm world, double silence, const char *who, const char *const *hosts,
@@ -262,13 +412,23 @@ int liveness_start(MPI_Comm world, double silence, const char *who, const char *
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, &ca);
     pthread_condattr_destroy(&ca);
-    if (pthread_create(&l->thread, NULL, run, l) != 0) {
-        cancel(&l->recv);
+    bool talk = pthread_create(&l->thread, NULL, run, l) == 0;
+    if (!talk || pthread_create(&l->pulse, NULL, pulse, l) != 0) {
+        if (talk) {
+            atomic_store(&l->stop, true);
+            pthread_join(l->thread, NULL);
+        }
         cancel(&l->ask);
         cancel(&l->lost_req);
         MPI_Comm_free(&l->comm);
+        close(l->sock);
         free(l);
         return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__, "cannot start the liveness thread");
+    }
+    rc = first_beats(l, world, hosts);
+    if (rc) {
+        liveness_drop(&l);
+        return rc;
     }
     *out = l;
     return 0;
@@ -290,16 +450,16 @@ void liveness_drop(struct liveness **lp)
     struct liveness *l = lp ? *lp : NULL;
     if (!l) return;
     pthread_mutex_lock(&l->mu);
-    l->stop = true;
+    atomic_store(&l->stop, true);
     pthread_cond_signal(&l->cv);
     pthread_mutex_unlock(&l->mu);
     pthread_join(l->thread, NULL);
-    /* an eager int and answers: they leave at once unless the peer is
-     * gone; then their buffers are left to MPI rather than freed */
-    bool over = cancel(&l->recv);
-    over = cancel(&l->ask) && over;
+    pthread_join(l->pulse, NULL);
+    close(l->sock);
+    /* answers leave at once unless the peer is gone; then their buffers
+     * are left to MPI rather than freed */
+    bool over = cancel(&l->ask);
     over = cancel(&l->lost_req) && over;
-    over = settle(&l->send, 1, 1.0) && over;
     over = settle(l->tell, TELL_SLOTS, 1.0) && over;
     MPI_Comm_free(&l->comm);
     pthread_mutex_destroy(&l->mu);
@@ -365,16 +525,40 @@ int liveness_ask(struct liveness *l, int first, int n, double wait, char **answe
     return n - (first <= me && me < first + n);
 }
 
+struct telling {
+    struct liveness *l;
+    MPI_Request *r;
+    char *line;
+    atomic_bool done;
+};
+
+static void *tell_thread(void *arg)
+{
+    struct telling *t = arg;
+    tell_all(t->l, t->line, t->r);
+    atomic_store(&t->done, true);
+    return NULL;
+}
+
 void liveness_tell(struct liveness *l, const char *line)
 {
-    MPI_Request *r = l ? malloc((size_t)l->size * sizeof *r) : NULL;
+    if (!l) return;
+    pass_on(l, line);
+    struct telling *t = malloc(sizeof *t);
+    MPI_Request *r = t ? malloc((size_t)l->size * sizeof *r) : NULL;
     char *copy = r ? malloc(LOST_MAX) : NULL;
     if (!copy) {
         free(r);
+        free(t);
         return;
     }
     snprintf(copy, LOST_MAX, "%s", line);
-    tell_all(l, copy, r);
-    /* neither is freed: a send that did not end may still read them, and
-     * the process ends next */
+    *t = (struct telling){.l = l, .r = r, .line = copy};
+    /* on a thread of its own, and waited for a second at most: MPI may be
+     * held up here, and the process ends next (the datagrams went) */
+    pthread_t th;
+    if (pthread_create(&th, NULL, tell_thread, t) != 0) return;
+    pthread_detach(th);
+    for (double until = clock_now() + 1.0; !atomic_load(&t->done) && clock_now() < until;) clock_sleep(0.01);
+    /* nothing is freed: a send that did not end may still read them */
 }

@@ -1,0 +1,7 @@
+# A node lost, more ways (regression/nodes_lib.sh): with the node-local
+# tier (restored from partner copies), noticed by Slurm first, and the
+# batch host itself under mpirun and srun.
+# check: slots 2 (a 3-node cluster and 10 s liveness timeouts: one test beside it)
+NODES_PORT=16897
+. "$(dirname "$0")/../nodes_lib.sh"
+nodes_cases local kill-slurm-first batch-host-mpirun batch-host-srun
