@@ -170,9 +170,9 @@ static void listen_beats(struct liveness *l)
     }
 }
 
-/* The heartbeats, on a thread that never calls MPI: a rank whose MPI is
- * held up (a connection to a lost node) still beats, so that only the
- * lost are named. */
+/* The heartbeats, on a thread that calls MPI only once it finds a loss
+ * (silent): a rank whose MPI is held up (a connection to a lost node)
+ * still beats, so that only the lost are named. */
 static void *pulse(void *arg)
 {
     struct liveness *l = arg;

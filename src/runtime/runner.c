@@ -380,8 +380,13 @@ static int must_stop(struct runtime *rt, int *why)
     *why = 0;
     if (!ckpt_enabled(rt->ckpt)) return 0; /* nothing to save; see setup() */
     if (is_root(rt) && rt->end_asked > 0 && clock_stops() != rt->end_stops) {
+        double before = rt->end_time;
         rt->end_asked = 0; /* the job was suspended: Slurm has moved its end since */
         refresh_end_time(rt);
+        /* later only: Slurm also sends a SIGCONT just before the TERM of
+         * scancel, when the job's end is already set to the cancel time
+         * (which is no time limit) */
+        if (before > rt->end_time) rt->end_time = before;
     }
     double t = (double)time(NULL) + fault_clock(&rt->fault, rt->layout->rank, rt->epoch, rt->step);
     if (rt->end_time > 0 && rt->end_time - t < time_margin(rt)) v[1] = 1;
