@@ -151,21 +151,28 @@ expect_eq() {
 # (a multi-node cluster runs them on its controller: see nodes_lib.sh)
 slurm_client() { "$@"; }
 
-# first_run_fault SPEC: once.sh, which runs cairn with CAIRN_FAULT=SPEC in
-# the first launch after this call only, not in a rerun (in place or
-# requeued): the first rank to start records its launch's PMIx namespace
-# and the job's restart count, which every rank of a launch shares (srun
-# reuses the namespace in a requeued job).  It execs cairn, so the ranks'
-# command lines stay cairn's.
+# first_run_fault SPEC [held]: once.sh, which runs cairn with
+# CAIRN_FAULT=SPEC in the first launch after this call only, not in a
+# rerun (in place or requeued): the first rank to start records its
+# launch's PMIx namespace and the job's restart count, which every rank of
+# a launch shares (srun reuses the namespace in a requeued job).  With
+# "held", in every launch until the test has seen the fault act and
+# touched once.fired (a launch that crashed at start-up, before the fault
+# point, does not use it up).  It execs cairn, so the ranks' command lines
+# stay cairn's.
 first_run_fault() {
-    rm -f once.ns
-    cat >once.sh <<ONCE
+    rm -f once.ns once.fired
+    if [ "${2:-}" = held ]; then
+        printf '#!/bin/bash\n[ -e once.fired ] || export CAIRN_FAULT=%s\nexec %s "$@"\n' "$1" "$CAIRN" >once.sh
+    else
+        cat >once.sh <<ONCE
 #!/bin/bash
 launch=\$PMIX_NAMESPACE/\${SLURM_RESTART_COUNT:-0}
 echo "\$launch" >once.ns.\$\$ && ln once.ns.\$\$ once.ns 2>/dev/null; rm -f once.ns.\$\$
 [ "\$(cat once.ns)" = "\$launch" ] && export CAIRN_FAULT=$1
 exec $CAIRN "\$@"
 ONCE
+    fi
     chmod +x once.sh
 }
 

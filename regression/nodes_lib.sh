@@ -193,16 +193,17 @@ lose_node() {
         export RANKS_PER_NODE
         held=4 # node3's first rank
     fi
-    # In the first run only (once.sh), a rank on node3 is held where the
-    # node is to be lost, however fast the machine: in a save (paused), or
+    # In the first run only (once.sh, until the test has seen it held), a
+    # rank on node3 is held where the node is to be lost, however fast the
+    # machine: in a save (paused), or
     # in epoch 2 (busy in its PS op, alive: the others wait for it).  The
     # watchdog then gives the survivors 30 s, so that the ring (10 s) is
     # what finds the loss; a rank paused in a save is a stall the watchdog
     # may name first (10 s).
     case $how in
-    kill-in-save) first_run_fault pause:write:2:2 && wd=10 ;;
-    local) first_run_fault pause:write:2:3 && wd=10 ;;
-    *) first_run_fault "busy:ps_step:$held:2" ;;
+    kill-in-save) first_run_fault pause:write:2:2 held && wd=10 ;;
+    local) first_run_fault pause:write:2:3 held && wd=10 ;;
+    *) first_run_fault "busy:ps_step:$held:2" held ;;
     esac
     j=$(CAIRN=$bin submit "$tag" "$2" -N2-3 -- --set watchdog.timeout=$wd "${extra[@]}")
     if [ "$how" = kill-in-save ] || [ "$how" = local ]; then
@@ -210,6 +211,7 @@ lose_node() {
     else
         wait_log "$tag.out" "rank $held: CAIRN_FAULT keeps this rank busy in op 'ps_step'"
     fi
+    touch once.fired # the reruns run clean
     pids=$(pgrep -f -- "^$CAIRN run $JOB --run-dir $tag " | xargs)
     t0=$(date +%s.%N)
     case $how in
@@ -328,9 +330,10 @@ ranks_gone() {
 lose_batch_host() {
     local tag=$1 j t0 pids
     # rank 0 (node1) held in epoch 2 of the first run, as in lose_node
-    first_run_fault busy:train_step:0:2
+    first_run_fault busy:train_step:0:2 held
     j=$(CAIRN=$PWD/once.sh submit "$tag" "$2" -N2-3 -- --set watchdog.timeout=30)
     wait_log "$tag.out" "rank 0: CAIRN_FAULT keeps this rank busy in op 'train_step'"
+    touch once.fired
     pids=$(pgrep -f -- "^$CAIRN run $JOB --run-dir $tag " | xargs)
     t0=$(date +%s.%N)
     "$NODES" kill "$cluster" 1
