@@ -87,8 +87,15 @@ counter_data() {
     [ "$(cat counter-data.rc)" = 0 ] || fail fixture/counter-data "cairn data range failed" counter-data.err
 }
 
-# demo_data TAG NP OUT: the demo's data file, from jobs/demo_data.sh
+# demo_data TAG NP OUT [SAMPLES]: the demo's data file, from
+# jobs/demo_data.sh; with SAMPLES, from the same generator with fewer
+# samples (a shorter evaluation each epoch, where no test looks at the
+# data's size or at an epoch's length)
 demo_data() {
+    if [ -n "${4:-}" ]; then
+        synth "$1" "$2" "$3" "$4" 32 8 11 4
+        return
+    fi
     CAIRN=$CAIRN run "$1" "$CAIRN_ROOT/jobs/demo_data.sh" "$3" "$2"
     [ "$(cat "$1.rc")" = 0 ] || fail "fixture/$1" "jobs/demo_data.sh failed" "$1.err"
 }

@@ -61,11 +61,7 @@ epochs=(--set stop.max_epochs=3)
 
 # NODES_SAMPLES: a smaller data set (the demo's 32768 samples by default)
 # for shorter epochs, where nothing waits on an epoch's length
-if [ "${NODES_SAMPLES:-32768}" = 32768 ]; then
-    demo_data data 2 demo.h5
-else
-    synth data 2 demo.h5 "$NODES_SAMPLES" 32 8 11 4
-fi
+demo_data data 2 demo.h5 "${NODES_SAMPLES:-}"
 mpi base 4 run "$JOB" --run-dir base "${epochs[@]}"
 expect_rc baseline/exit base 0
 

@@ -2,7 +2,7 @@
 # stuck for good is ended by the watchdog and the rerun ends with the bytes
 # of synchronous saves; a save written inline (no writer thread) is watched
 # with a save's allowance, as the writer's is.
-# check: alone (watchdog timeouts of a few seconds)
+# check: quiet (watchdog timeouts of a few seconds)
 . "$(dirname "$0")/../lib.sh"
 enter
 T_TIMEOUT=120

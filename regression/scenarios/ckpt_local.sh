@@ -34,7 +34,7 @@
 . "$(dirname "$0")/../lib.sh"
 enter
 T_TIMEOUT=180
-demo_data data 2 demo.h5
+demo_data data 2 demo.h5 8192 # a short evaluation
 job=(run "$JOBS/demo.cfg" --set replicas=2 --set steps_per_epoch=4)
 local=(--set "checkpoint.local=\"$PWD/nodelocal\"")
 mpi base 6 "${job[@]}" --run-dir base --set stop.max_epochs=4

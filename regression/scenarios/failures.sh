@@ -1,7 +1,7 @@
 # Runtime failures stop every rank promptly with exit 3 and a message that
 # names the rank, the task and the op; input problems found at start-up
 # exit 2 with FILE:LINE from rank 0 only.
-# check: alone (watchdog timeouts of a few seconds)
+# check: quiet (watchdog timeouts of a few seconds)
 . "$(dirname "$0")/../lib.sh"
 enter
 counter_data
@@ -185,10 +185,11 @@ mpi lanes-branch 1 run lanes-branch.cfg --run-dir lanes-branch
 expect_rc lanes/branch-exit lanes-branch 3
 expect_grep lanes/branch-names-op lanes-branch.err "watchdog: no progress for 2 s \(watchdog.timeout 2 s\) in epoch 1 step 1: task '[^']*' \(group g\): op 'sleep' \(lanes-branch.cfg:6\)"
 
-# A save that is slow but healthy (rank 0, which holds 200 MB, waits 3 s in
+# A save that is slow but healthy (rank 0, which holds 200 MB, waits 5 s in
 # the middle of it) ends no rank, not even rank 1, which holds nothing and
 # waits in the collective I/O: every rank's allowance comes from the whole
-# file (200 MB at 50 MB/s: 4 s) and adds to a fixed watchdog.timeout.
+# file (200 MB at 50 MB/s: 4 s) and adds to a fixed watchdog.timeout (3 s:
+# room for the fill of 200 MB on a loaded machine, 2 s less than the wait).
 cat >slowsave.cfg <<'CFG'
 name = "slowsave";
 groups = ( { name = "store"; ranks = 1; }, { name = "idle"; ranks = 1; } );
@@ -198,9 +199,9 @@ epoch = ( { group = "store"; steps = ( { op = "scale"; in = "x"; out = "x"; fact
           { group = "idle"; steps = ( { op = "sleep"; ms = 0; } ); } );
 stop = { max_epochs = 1; };
 checkpoint = { keep = 1; };
-watchdog = { timeout = 1; };
+watchdog = { timeout = 3; };
 CFG
-CAIRN_FAULT=slow:write:0:1 mpi slowsave 2 run slowsave.cfg --run-dir slowsave
+CAIRN_FAULT=slow:write@5:0:1 mpi slowsave 2 run slowsave.cfg --run-dir slowsave
 expect_rc slow-save/exit slowsave 0
-expect_grep slow-save/was-slow slowsave.err "rank 0: CAIRN_FAULT holds this rank at write for 3 s"
+expect_grep slow-save/was-slow slowsave.err "rank 0: CAIRN_FAULT holds this rank at write for 5 s"
 expect_grep slow-save/saved slowsave.out "checkpoint saved: epoch 1 step 0 "

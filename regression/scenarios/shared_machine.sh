@@ -33,7 +33,7 @@ chmod 600 decoys/*
 before=$(dir_sums decoys)
 decoys_kept() { expect_eq "$1/decoys-unchanged" "$(dir_sums decoys)" "$before"; }
 
-demo_data data 2 demo.h5
+demo_data data 2 demo.h5 8192 # a short evaluation
 job=(run "$JOBS/demo.cfg" --set steps_per_epoch=4 --set stop.max_epochs=2)
 mpi base 4 "${job[@]}" --run-dir base
 expect_rc fixture/base base 0

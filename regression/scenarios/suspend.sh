@@ -11,7 +11,7 @@
 # one after the other, a second apart, as a slow resume would), then with
 # real `scontrol suspend` / `scontrol resume` on a private single-node
 # cluster (slurm/testcluster), under mpirun and under srun.
-# check: alone (watchdog and liveness timeouts of a few seconds around a stop)
+# check: quiet (watchdog and liveness timeouts of a few seconds around a stop)
 . "$(dirname "$0")/../lib.sh"
 enter
 T_TIMEOUT=240

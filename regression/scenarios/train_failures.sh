@@ -1,7 +1,7 @@
 # Training input errors (data of the wrong shape or content) exit 2 with a
 # message naming the dataset, from rank 0 only, before anything runs; a NaN
 # loss with on_nan = "abort" stops every rank promptly, naming the stage.
-# check: alone (watchdog timeouts of a few seconds)
+# check: quiet (watchdog timeouts of a few seconds)
 . "$(dirname "$0")/../lib.sh"
 enter
 T_TIMEOUT=60
