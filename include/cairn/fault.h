@@ -25,8 +25,9 @@
  *                  waits at POINT until the run waits for it: a save
  *                  surely in flight, whatever the machine's speed
  * nothread:NAME:R[:E] world rank R cannot start thread NAME (writer: the
- *                  background save's) and does without it, as when
- *                  the system has no thread to give */
+ *                  background save's, and it does without it, as when
+ *                  the system has no thread to give; liveness: the
+ *                  heartbeat ring's, at start-up) */
 #ifndef CAIRN_FAULT_H
 #define CAIRN_FAULT_H
 

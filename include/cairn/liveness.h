@@ -19,8 +19,8 @@
  * A loss is reported once: the rank that finds it sends its line to every
  * other rank over MPI, and to its successor with the heartbeats, which
  * passes it on round the ring; each ends at once (exit 3) without a word
- * of its own, its RUN_DIR/exit_status left to that line.  Otherwise its successor would
- * take it, ended for a lost peer, for a lost one itself, and so on round
+ * of its own, its RUN_DIR/exit_status left to that line.  Otherwise its
+ * successor would take it, ended for a lost peer, for a lost one itself, and so on round
  * the ring.  O(ranks) messages, once, from the one rank. */
 #ifndef CAIRN_LIVENESS_H
 #define CAIRN_LIVENESS_H
@@ -41,10 +41,15 @@ typedef void liveness_where_fn(void *arg, char *out, size_t size);
 /* Collective on world: start the ring (*out NULL, and no thread, if
  * silence <= 0, world has one rank, or MPI lacks MPI_THREAD_MULTIPLE).
  * who names this rank, hosts[r] world rank r's host; the thread answers
- * peers that ask with where's text (where may be NULL: no answers).
- * Errors: CAIRN_EMPI, CAIRN_ENOMEM, CAIRN_ERUNTIME (no thread). */
+ * peers that ask with where's text (where may be NULL: no answers);
+ * threads false: this rank acts as if it could start none (a fault).
+ * Waits for the predecessor's first heartbeat, min(silence - 1, 30) s at
+ * most; every rank gets the same outcome.  Errors: CAIRN_EMPI,
+ * CAIRN_ENOMEM, CAIRN_ERUNTIME (a rank without a UDP socket or its
+ * threads, or one that heard no first heartbeat). */
 int liveness_start(MPI_Comm world, double silence, const char *who, const char *const *hosts,
-                   liveness_lost_fn *lost, liveness_where_fn *where, void *arg, struct liveness **out);
+                   liveness_lost_fn *lost, liveness_where_fn *where, void *arg, bool threads,
+                   struct liveness **out);
 /* A roll call (not collective; any thread): ask world ranks first .. first
  * + n - 1, this one aside, what they do now, and wait `wait` seconds
  * (all of it: ranks that ask each other at the same moment all stay to

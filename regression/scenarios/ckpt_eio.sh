@@ -48,12 +48,12 @@ intact() {
 
 # hit NAME NP RANK SPEC MESSAGE: epoch 2's save fails as SPEC says, under
 # both policies, with MESSAGE (a regex) as the reason.  With PROBE=1, a
-# SPEC that made nothing fail (past the rank's last write) returns 1 and
-# tests nothing more.
+# SPEC that made nothing fail in a run that ended well (past the rank's
+# last write) returns 1 and tests nothing more.
 hit() {
     local name=$1 np=$2 rank=$3 spec=$4 msg=$5 r=${1//\//-}
     eio "$r-warn" "$np" "$rank" "$spec" run c.cfg --run-dir "$r-w" --set groups.0.ranks="$np"
-    [ "${PROBE:-}" = 1 ] && ! grep -q "^eio.so" "$r-warn.err" && return 1
+    [ "${PROBE:-}" = 1 ] && [ "$(cat "$r-warn.rc")" = 0 ] && ! grep -q "^eio.so" "$r-warn.err" && return 1
     injected "$name/warn" "$r-warn"
     expect_rc "$name/warn/exit" "$r-warn" 0
     expect_count "$name/warn/says" "$r-warn.out" "warning: checkpoint after epoch 2 failed: $msg" 1
@@ -145,7 +145,7 @@ expect_rc model/base base 0
 model_hit() {
     local name=$1 spec=$2 msg=$3 r=m-${1//\//-}
     eio "$r" 4 0 "$spec" run p.cfg --run-dir "$r" --set stop.max_epochs=1
-    [ "${PROBE:-}" = 1 ] && ! grep -q "^eio.so" "$r.err" && return 1 # as hit's
+    [ "${PROBE:-}" = 1 ] && [ "$(cat "$r.rc")" = 0 ] && ! grep -q "^eio.so" "$r.err" && return 1 # as hit's
     injected "model/$name" "$r"
     expect_rc "model/$name/exit" "$r" 3
     expect_grep "model/$name/status" "$r/exit_status" "^3 fatal: .*model.h5 not written .*: $msg"

@@ -137,6 +137,15 @@ expect_rc liveness/rerun lv-rerun 0
 expect_grep liveness/resumed lv-rerun.out "resuming after epoch 1 "
 expect_eq liveness/result "$(metric lv/metrics.jsonl log result)" "$(metric wd-ref/metrics.jsonl log result)"
 
+# A rank that cannot start the ring's threads ends the start on every rank
+# with one line (before, the others waited for it in a collective for good)
+CAIRN_FAULT=nothread:liveness:1 mpi lv-nothread 3 run "$JOBS/counter.cfg" --run-dir lv-nothread \
+    --set groups.0.ranks=3
+expect_rc liveness/no-thread/exit lv-nothread 3
+expect_grep liveness/no-thread/says lv-nothread/exit_status "^3 fatal: rank 1 \([^)]+\) cannot start its liveness threads; watchdog.liveness = 0 turns the liveness ring off$"
+[ ! -e lv-nothread/metrics.jsonl ] || [ "$(metric lv-nothread/metrics.jsonl phase phase)" = "" ] &&
+    pass liveness/no-thread/no-init || fail liveness/no-thread/no-init "init ran"
+
 # A loss is reported once, by the rank that found it: rank 1 of 4 freezes
 # (SIGSTOP) in epoch 2's save; its successor, rank 2, finds it silent,
 # confirms that it gives no answer, names it and tells the others, which

@@ -30,6 +30,7 @@ enum { ADDR_MAX = 8 }; /* a host's IPv4 addresses a heartbeat goes to */
 enum { TELL_MAX = 1024, TELL_SLOTS = 32 }; /* an answer's bytes; answers in flight */
 enum { LOST_MAX = 768 };                    /* a finding's bytes */
 enum { PASS_TIMES = 3 };                    /* an ending datagram's copies */
+enum { LISTEN_MAX = 64 };                   /* datagrams read in one pass */
 
 /* Where a rank's heartbeats go: its host's addresses (network order) and
  * its socket's port. */
@@ -75,8 +76,7 @@ static void end_told(struct liveness *l, const char *line);
 /* A finding goes to every other rank, the next ones first, so that they
  * end at once, quietly, with this cause: a ring that went on would take
  * the ranks that end for a lost peer for lost ones, and name live ranks.
- * A stopped rank that is continued reads it before it looks at its own
- * predecessor.  r: room for size requests.  Bounded (a send to a lost
+ * r: room for size requests.  Bounded (a send to a lost
  * rank never ends, and may also end this process, which ends next). */
 static void tell_all(struct liveness *l, const char *line, MPI_Request *r)
 {
@@ -149,17 +149,19 @@ static void pass_on(struct liveness *l, const char *line)
 static void end_told(struct liveness *l, const char *line)
 {
     if (atomic_exchange(&l->ending, true)) return; /* this rank's own finding goes first */
+    pass_on(l, line); /* first: the callback writes, and a hung file system's alarm may end it */
     if (l->lost) l->lost(l->arg, line, false);
-    pass_on(l, line);
     _exit(cairn_exit_code(CAIRN_ERUNTIME));
 }
 
-/* Take in every heartbeat that arrived; anything else is dropped. */
+/* Take in the heartbeats that arrived; anything else is dropped.  At most
+ * LISTEN_MAX a pass: a flood of datagrams to this port must not keep the
+ * thread from beating. */
 static void listen_beats(struct liveness *l)
 {
     struct beat_msg m;
     ssize_t n;
-    while ((n = recv(l->sock, &m, sizeof m, MSG_DONTWAIT)) >= 0) {
+    for (int k = 0; k < LISTEN_MAX && (n = recv(l->sock, &m, sizeof m, MSG_DONTWAIT)) >= 0; k++) {
         if (n < (ssize_t)BEAT_BYTES || m.key != l->key || m.rank != l->prev) continue;
         l->heard = clock_now();
         atomic_store(&l->heard_once, true);
@@ -354,40 +356,54 @@ static int ring(struct liveness *l, MPI_Comm world, const char *const *hosts)
         return cairn_err_set(CAIRN_EMPI, __FILE__, __LINE__, "MPI_Comm_dup failed");
     }
     l->heard = clock_now();
+    return 0;
+}
+
+/* This rank's receives for questions and findings (local: false if one
+ * cannot be posted, and none is left). */
+static bool post_receives(struct liveness *l)
+{
     l->ask = l->lost_req = MPI_REQUEST_NULL;
     for (int i = 0; i < TELL_SLOTS; i++) l->tell[i] = MPI_REQUEST_NULL;
     if ((l->where && MPI_Irecv(&l->ask_in, 1, MPI_CHAR, MPI_ANY_SOURCE, TAG_ASK, l->comm, &l->ask) != MPI_SUCCESS) ||
         MPI_Irecv(l->lost_in, LOST_MAX, MPI_CHAR, MPI_ANY_SOURCE, TAG_LOST, l->comm, &l->lost_req) != MPI_SUCCESS) {
         cancel(&l->ask);
-        MPI_Comm_free(&l->comm);
-        close(l->sock);
-        return cairn_err_set(CAIRN_EMPI, __FILE__, __LINE__, "MPI_Irecv failed");
+        return false;
     }
-    return 0;
+    return true;
 }
 
-/* Collective: every rank has heard its predecessor once, or all fail
- * alike, at start-up: datagrams that never get through (a firewall) would
- * otherwise look like lost nodes.  Waited for until a second before the
- * ring itself would call the predecessor silent. */
-static int first_beats(struct liveness *l, MPI_Comm world, const char *const *hosts)
+/* Collective, on every rank whatever failed on it: every rank started its
+ * threads (up: false where they did not) and heard its predecessor once,
+ * or all fail alike, at start-up: datagrams that never get through (a
+ * firewall) would otherwise look like lost nodes.  Waited for until a
+ * second before the ring itself would call the predecessor silent, 30 s
+ * at most, on the clock that leaves out a stop (a job suspended now). */
+static int first_beats(struct liveness *l, MPI_Comm world, const char *const *hosts, bool up)
 {
-    for (double until = l->heard + l->silence - 1; !atomic_load(&l->heard_once) && clock_now() < until;)
-        clock_sleep(0.01);
-    int deaf = atomic_load(&l->heard_once) ? INT_MAX : l->me, first = INT_MAX;
-    if (MPI_Allreduce(&deaf, &first, 1, MPI_INT, MPI_MIN, world) != MPI_SUCCESS)
+    double wait = l->silence - 1 < 30 ? l->silence - 1 : 30, t0 = clock_run();
+    while (up && !atomic_load(&l->heard_once) && clock_run() - t0 < wait) clock_sleep(0.01);
+    int mine[2] = {up ? INT_MAX : l->me, up && !atomic_load(&l->heard_once) ? l->me : INT_MAX};
+    int first[2] = {INT_MAX, INT_MAX};
+    if (MPI_Allreduce(mine, first, 2, MPI_INT, MPI_MIN, world) != MPI_SUCCESS)
         return cairn_err_set(CAIRN_EMPI, __FILE__, __LINE__, "cannot set up the liveness ring");
-    if (first == INT_MAX) return 0;
-    int prev = (first + l->size - 1) % l->size;
+    if (first[0] != INT_MAX)
+        return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__,
+                             "rank %d (%s) cannot start its liveness threads; watchdog.liveness = 0 turns the "
+                             "liveness ring off",
+                             first[0], hosts ? hosts[first[0]] : "?");
+    if (first[1] == INT_MAX) return 0;
+    int prev = (first[1] + l->size - 1) % l->size;
     return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__,
                          "rank %d (%s) heard no heartbeat from rank %d (%s) in %.0f s: UDP datagrams between "
                          "them do not get through (a firewall?); let them through, or set "
                          "watchdog.liveness = 0 to run without the liveness ring",
-                         first, hosts ? hosts[first] : "?", prev, hosts ? hosts[prev] : "?", l->silence - 1);
+                         first[1], hosts ? hosts[first[1]] : "?", prev, hosts ? hosts[prev] : "?", wait);
 }
 
 int liveness_start(MPI_Comm world, double silence, const char *who, const char *const *hosts,
-                   liveness_lost_fn *lost, liveness_where_fn *where, void *arg, struct liveness **out)
+                   liveness_lost_fn *lost, liveness_where_fn *where, void *arg, bool threads,
+                   struct liveness **out)
 {
     int size = 1, level = MPI_THREAD_SINGLE;
     *out = NULL;
@@ -412,20 +428,23 @@ int liveness_start(MPI_Comm world, double silence, const char *who, const char *
     pthread_mutex_init(&l->mu, NULL);
     pthread_cond_init(&l->cv, &ca);
     pthread_condattr_destroy(&ca);
-    bool talk = pthread_create(&l->thread, NULL, run, l) == 0;
-    if (!talk || pthread_create(&l->pulse, NULL, pulse, l) != 0) {
+    bool posted = post_receives(l);
+    bool talk = posted && threads && pthread_create(&l->thread, NULL, run, l) == 0;
+    bool up = talk && pthread_create(&l->pulse, NULL, pulse, l) == 0;
+    rc = first_beats(l, world, hosts, up); /* every rank, so that none waits there alone */
+    if (!up) {
         if (talk) {
             atomic_store(&l->stop, true);
             pthread_join(l->thread, NULL);
         }
-        cancel(&l->ask);
-        cancel(&l->lost_req);
+        if (posted) cancel(&l->ask), cancel(&l->lost_req);
         MPI_Comm_free(&l->comm);
         close(l->sock);
+        pthread_mutex_destroy(&l->mu);
+        pthread_cond_destroy(&l->cv);
         free(l);
-        return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__, "cannot start the liveness thread");
+        return rc;
     }
-    rc = first_beats(l, world, hosts);
     if (rc) {
         liveness_drop(&l);
         return rc;
@@ -543,6 +562,7 @@ static void *tell_thread(void *arg)
 void liveness_tell(struct liveness *l, const char *line)
 {
     if (!l) return;
+    atomic_store(&l->ending, true); /* its own datagram, back round the ring, ends nothing here */
     pass_on(l, line);
     struct telling *t = malloc(sizeof *t);
     MPI_Request *r = t ? malloc((size_t)l->size * sizeof *r) : NULL;

@@ -160,7 +160,9 @@ static int start_liveness(struct runtime *rt)
     rc = coll_agree(l->world, rc);
     if (rc == 0)
         rc = coll_agree(l->world, liveness_start(l->world, rt->plan->job->watchdog.liveness, who, hosts,
-                                                 liveness_words, where_now, rt, &rt->liveness));
+                                                 liveness_words, where_now, rt,
+                                                 !fault_nothread(&rt->fault, l->rank, "liveness", 0),
+                                                 &rt->liveness));
     free(hosts);
     if (rc) liveness_drop(&rt->liveness); /* it may have started here and not elsewhere */
     if (rc || !rt->liveness) return rc;
