@@ -165,12 +165,13 @@ slurm_client() { "$@"; }
 # a launch shares (srun reuses the namespace in a requeued job).  With
 # "held", in every launch until the test has seen the fault act and
 # touched once.fired (a launch that crashed at start-up, before the fault
-# point, does not use it up).  It execs cairn, so the ranks' command lines
-# stay cairn's.
-first_run_fault() {
+# point, does not use it up), and where the shell test CONDITION holds.
+# It execs cairn, so the ranks' command lines stay cairn's.
+first_run_fault() { # SPEC [held [CONDITION]]
     rm -f once.ns once.fired
     if [ "${2:-}" = held ]; then
-        printf '#!/bin/bash\n[ -e once.fired ] || export CAIRN_FAULT=%s\nexec %s "$@"\n' "$1" "$CAIRN" >once.sh
+        printf '#!/bin/bash\nif [ ! -e once.fired ] && %s; then export CAIRN_FAULT=%s; fi\nexec %s "$@"\n' \
+            "${3:-true}" "$1" "$CAIRN" >once.sh
     else
         cat >once.sh <<ONCE
 #!/bin/bash

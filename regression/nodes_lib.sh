@@ -130,15 +130,17 @@ case_nodelocal() {
 # Preemption across nodes: USR1 (under mpirun) and the time limit (under
 # srun: a 2-minute limit and a 70 s margin, with the clock moved a minute
 # ahead in epoch 2 so that the limit comes there whatever the machine's
-# speed); each requeues itself and resumes.  In the USR1 job rank 0 holds
-# epoch 1's saves for 6 s (CAIRN_FAULT slow: the end of epoch 1 and the
+# speed); each requeues itself and resumes.  The USR1 job's first run
+# waits for its signal in epoch 2's first step (CAIRN_FAULT await), and
+# rank 0 holds epoch 1's saves for 6 s (CAIRN_FAULT slow: the end of epoch 1 and the
 # preemption's, which has epoch 1 done too), longer than this cluster's
 # KillWait (5 s): the log warns, once per run, that a TERM would kill such
 # a save.
 case_usr1() {
     local j
-    j=$(CAIRN_FAULT=slow:write@6:0:1 submit usr1 mpirun -N3)
-    wait_log usr1/cairn.log "checkpoint saved: epoch 1 step 0 "
+    first_run_fault slow:write@6:0:1,await:train_step:0:2 held
+    j=$(CAIRN=$PWD/once.sh submit usr1 mpirun -N3)
+    wait_log usr1.out "CAIRN_FAULT holds op 'train_step' until a preemption signal" && touch once.fired
     slurm_client scancel --signal=USR1 --batch "$j"
     expect_eq usr1/completed "$(job_wait "$j")" COMPLETED
     expect_grep usr1/preempted usr1/cairn.log "preempted by signal USR1 in epoch [23] after step [0-9]+: saving"

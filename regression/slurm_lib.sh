@@ -1,7 +1,9 @@
 # The single-node Slurm scenarios' common part (slurm.sh, slurm_fail.sh):
 # a private cluster (slurm/testcluster) on port SLURM_PORT in ./cluster,
-# started here and always stopped, the demo's data and an uninterrupted
-# 2-epoch run (base/model.h5) that every requeued job must match.
+# started here and always stopped, the demo's job on 8192 samples (epochs
+# of 13 steps) and an uninterrupted 2-epoch run (base/model.h5) that every
+# requeued job must match.  A preemption is never timed: the run waits for
+# it (CAIRN_FAULT await), so it lands mid-epoch however fast the machine.
 #
 # Slurm holds a requeued job back for cred_expire + 1 s (about 12 s here),
 # so that the old run has surely ended; the waits are that long.
@@ -15,7 +17,7 @@ export CAIRN JOB=$JOBS/demo.cfg KILL_GRACE=5
 SBATCH=$CAIRN_ROOT/slurm/cairn.sbatch
 epochs=(--set stop.max_epochs=2)
 
-demo_data data 2 demo.h5
+demo_data data 2 demo.h5 8192
 mpi base 4 run "$JOB" --run-dir base "${epochs[@]}"
 expect_rc baseline/exit base 0
 
@@ -30,10 +32,15 @@ submit() {
         "${SCRIPT:-$SBATCH}" "${epochs[@]}" "$@"
 }
 
-# mid_epoch_2 TAG: wait until TAG is a little into epoch 2
-mid_epoch_2() {
-    wait_log "$1/cairn.log" "checkpoint saved: epoch 1 step 0 " && sleep 1.5
-}
+# awaiting EPOCH [CONDITION]: once.sh (first_run_fault), a cairn whose
+# rank 0 waits in the first step of EPOCH for a preemption signal; a submit
+# with CAIRN=$PWD/once.sh runs it
+awaiting() { first_run_fault "await:train_step:0:$1" held "${2:-true}"; }
+
+# held TAG [N]: until TAG's run waits for its signal (the Nth time); the
+# runs that start from now on do not wait
+HELD="CAIRN_FAULT holds op 'train_step' until a preemption signal"
+held() { wait_log "$1.out" "$HELD" "${2:-1}" && touch once.fired; }
 
 # preempted_step TAG [N]: the step after which TAG's Nth preemption saved
 preempted_step() {

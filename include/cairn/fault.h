@@ -21,6 +21,10 @@
  *                  POINT: there but silent, as behind a cut network
  * busy:NAME:R[:E]  op NAME never ends on world rank R, which still shows
  *                  progress: a late rank the others wait for, alive
+ * await:NAME:R[:E] op NAME waits on world rank R, before it runs, until
+ *                  a preemption signal has come (saying so on stderr): a
+ *                  test then signals a run surely in the middle of an
+ *                  epoch, whatever the machine's speed
  * hold:POINT:R[:E] world rank R's background save (checkpoint.async)
  *                  waits at POINT until the run waits for it: a save
  *                  surely in flight, whatever the machine's speed
@@ -35,7 +39,7 @@
 #include <stdint.h>
 
 enum fault_kind { FAULT_OP, FAULT_KILL, FAULT_SIGNAL, FAULT_CLOCK, FAULT_FILL, FAULT_PAUSE, FAULT_SLOW,
-                  FAULT_FREEZE, FAULT_BUSY, FAULT_HOLD, FAULT_NOTHREAD };
+                  FAULT_FREEZE, FAULT_BUSY, FAULT_HOLD, FAULT_NOTHREAD, FAULT_AWAIT };
 enum { FAULT_SLOW_SECONDS = 3 };
 
 enum { FAULT_MAX = 4 }; /* faults in one CAIRN_FAULT, comma-separated */
@@ -60,6 +64,8 @@ int fault_parse(const char *spec, struct fault *f);
 /* True if op `name` should fail on this rank now. */
 bool fault_op(const struct fault *f, int rank, const char *name, int64_t epoch);
 /* True if op `name` should never end on this rank now (busy:). */
+/* True if op `name` should wait for a preemption signal on this rank now. */
+bool fault_await(const struct fault *f, int rank, const char *name, int64_t epoch);
 bool fault_busy(const struct fault *f, int rank, const char *name, int64_t epoch);
 /* At a named point of a checkpoint save in directory dir: SIGKILL this
  * process, fill dir's file system or stop for good, if the fault names

@@ -4,5 +4,6 @@
 # time limit, and a cluster with a dead node stopped clean.
 # check: slots 2 (a 3-node cluster and 10 s liveness timeouts: a little company)
 NODES_PORT=16847
+NODES_SAMPLES=8192 # epochs of 13 steps: the preemptions are waited for
 . "$(dirname "$0")/../nodes_lib.sh"
 nodes_cases across nodelocal local-shared udp-blocked usr1 limit stop

@@ -12,12 +12,13 @@ SLURM_PORT=16837
 # saves, exits 75, requeues itself and resumes where it stopped
 usr1() {
     local tag=$1 j s
-    j=$(submit "$tag" "$2")
-    mid_epoch_2 "$tag"
+    awaiting 2
+    j=$(CAIRN=$PWD/once.sh submit "$tag" "$2")
+    held "$tag"
     scancel --signal=USR1 --batch "$j"
     expect_eq "$tag/completed" "$(job_wait "$j")" COMPLETED
     expect_grep "$tag/launcher" "$tag/cairn.log" "slurm: job $j, restart 0, nodes [^ ]+, launched by $2, ends "
-    expect_grep "$tag/preempted-mid-epoch" "$tag/cairn.log" "preempted by signal USR1 in epoch 2 after step ([1-9]|[1-4][0-9]|5[01]): saving"
+    expect_grep "$tag/preempted-mid-epoch" "$tag/cairn.log" "preempted by signal USR1 in epoch 2 after step ([1-9]|1[0-2]): saving"
     s=$(preempted_step "$tag")
     expect_grep "$tag/saved-mid-epoch" "$tag/cairn.log" "checkpoint saved: epoch 1 step $s \(ckpt-e000001-s0*$s.h5\)"
     expect_grep "$tag/exit-75" "$tag.out" "cairn: preempted by signal USR1 in epoch 2 after step $s: checkpoint saved in $tag/ckpt; exit 75: rerun to continue"
@@ -25,8 +26,8 @@ usr1() {
     expect_count "$tag/requeue-answered" "$tag/cairn.log" "the requeue failed" 0
     expect_grep "$tag/restarted" "$tag/cairn.log" "slurm: job $j, restart 1, "
     expect_grep "$tag/resumed-at-step" "$tag/cairn.log" "resuming in epoch 2 after step $s \(init skipped\)"
-    # the rest of epoch 2, no sample skipped or seen twice (26215 per epoch, 512 a step)
-    expect_grep "$tag/rest-of-epoch" "$tag/cairn.log" "epoch 2 done in [0-9.]+ s \($((26215 - 512 * s)) samples"
+    # the rest of epoch 2, no sample skipped or seen twice (6554 per epoch, 512 a step)
+    expect_grep "$tag/rest-of-epoch" "$tag/cairn.log" "epoch 2 done in [0-9.]+ s \($((6554 - 512 * s)) samples"
     expect_grep "$tag/output-appended" "$tag.out" "cairn.sbatch: job $j, restart 0, "
     expect_eq "$tag/finished" "$(tail -n 1 "$tag.out" | cut -d, -f1)" "cairn.sbatch: cairn exited with 0"
     same_bytes "$tag/same-model-bytes" base/model.h5 "$tag/model.h5"
@@ -38,8 +39,9 @@ expect_grep usr1-srun/exit-75-from-srun usr1-srun.out "cairn.sbatch: cairn exite
 
 # scontrol requeue: Slurm sends TERM to every process of the job, mpirun
 # included; cairn saves before mpirun's kill grace runs out
-j=$(submit requeue mpirun)
-mid_epoch_2 requeue
+awaiting 2
+j=$(CAIRN=$PWD/once.sh submit requeue mpirun)
+held requeue
 scontrol requeue "$j"
 expect_eq requeue/completed "$(job_wait "$j")" COMPLETED
 # Slurm's TERM reaches the ranks directly and, passed on by cairn.sbatch as
@@ -52,14 +54,14 @@ s=$(preempted_step requeue)
 expect_grep requeue/resumed-at-step requeue/cairn.log "resuming in epoch 2 after step $s \(init skipped\)"
 same_bytes requeue/same-model-bytes base/model.h5 requeue/model.h5
 
-# three preemptions at different points: mid-epoch 1, the start-up of the
-# first restart, mid-epoch 2 of the second
-j=$(submit thrice srun)
-wait_log thrice/cairn.log "checkpoint saved: epoch 0 step 0 " && sleep 1.5
-scancel --signal=USR1 --batch "$j"
-wait_log thrice/cairn.log "resuming in epoch 1" && scancel --signal=USR1 --batch "$j"
-mid_epoch_2 thrice
-scancel --signal=USR1 --batch "$j"
+# three preemptions at different points: mid-epoch 1, the first step of
+# the first restart, mid-epoch 2 of the second (the first runs wait for
+# them in epoch 1, the third in epoch 2)
+awaiting '$((SLURM_RESTART_COUNT < 2 ? 1 : 2))' '[ "${SLURM_RESTART_COUNT:-0}" -lt 3 ]'
+j=$(CAIRN=$PWD/once.sh submit thrice srun)
+for n in 1 2 3; do
+    wait_log thrice.out "$HELD" $n && scancel --signal=USR1 --batch "$j"
+done
 expect_eq thrice/completed "$(job_wait "$j")" COMPLETED
 expect_grep thrice/first-mid-epoch-1 thrice/cairn.log "preempted by signal USR1 in epoch 1 after step"
 expect_grep thrice/third-mid-epoch-2 thrice/cairn.log "preempted by signal USR1 in epoch 2 after step"
@@ -85,7 +87,7 @@ expect_count time-limit/no-signal limit/cairn.log "preempted by signal" 0
 expect_count time-limit/requeued limit/cairn.log "requeueing slurm job $j:" "$n"
 expect_grep time-limit/by-epoch-2 limit/cairn.log "preempted by the time limit \(margin 50 s\) in epoch (1|2) after step"
 expect_grep time-limit/end-time-logged limit/cairn.log "slurm: job $j, restart 0, .* ends [0-9-]+T"
-expect_grep time-limit/progress-shows-limit limit/cairn.log "cairn: epoch [12] step [0-9]+/52 \([0-9]+%\): .*, job ETA [0-9:]+ \(epoch [12] of 2\), time limit in 0:0[01]:[0-9]{2}$"
+expect_grep time-limit/progress-shows-limit limit/cairn.log "cairn: epoch [12] step [0-9]+/13 \([0-9]+%\): .*, job ETA [0-9:]+ \(epoch [12] of 2\), time limit in 0:0[01]:[0-9]{2}$"
 expect_grep time-limit/warned limit/cairn.log "warning: at the measured rate the job needs about [0-9:]+ more, but Slurm's time limit comes in [0-9:]+: it will be stopped there"
 same_bytes time-limit/same-model-bytes base/model.h5 limit/model.h5
 

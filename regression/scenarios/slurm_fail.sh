@@ -9,8 +9,9 @@ SLURM_PORT=16907
 
 # scancel: TERM, and the job is being cancelled, so cairn saves but does
 # not requeue; rerunning the command continues
-j=$(submit cancel srun)
-mid_epoch_2 cancel
+awaiting 2
+j=$(CAIRN=$PWD/once.sh submit cancel srun)
+held cancel
 scancel "$j"
 expect_eq scancel/cancelled "$(job_wait "$j")" CANCELLED
 expect_grep scancel/saved cancel/cairn.log "preempted by signal (TERM|USR1) in epoch 2 after step [0-9]+: saving"
@@ -21,8 +22,9 @@ expect_grep scancel/resumed cancel-rerun.out "resuming in epoch 2 after step"
 same_bytes scancel/same-model-bytes base/model.h5 cancel/model.h5
 
 # --no-requeue: saved, exit 75 through mpirun, and the job ends there
-j=$(submit norq mpirun -- --no-requeue)
-mid_epoch_2 norq
+awaiting 2
+j=$(CAIRN=$PWD/once.sh submit norq mpirun -- --no-requeue)
+held norq
 scancel --signal=USR1 --batch "$j"
 expect_eq no-requeue/failed "$(job_wait "$j")" FAILED
 expect_grep no-requeue/said-so norq/cairn.log "not requeueing slurm job $j \(--no-requeue\)"
@@ -32,16 +34,17 @@ expect_count no-requeue/ran-once norq.out "cairn.sbatch: job" 1
 # an array job: three settings, each task in its own run directory; task 1
 # (the demo's own learning rate) is preempted and requeues itself by its
 # ARRAYJOB_TASK id
-j=$(CAIRN_SBATCH=$SBATCH SWEEP_DIR=sweep LAUNCHER=srun sbatch --parsable --array=0-2 \
+awaiting 2 '[ "$SLURM_ARRAY_TASK_ID" = 1 ]'
+j=$(CAIRN=$PWD/once.sh CAIRN_SBATCH=$SBATCH SWEEP_DIR=sweep LAUNCHER=srun sbatch --parsable --array=0-2 \
     -o 'sweep-%a.out' "$CAIRN_ROOT/slurm/sweep.sbatch" "${epochs[@]}")
-mid_epoch_2 sweep/1
+held sweep-1
 scancel --signal=USR1 --batch "${j}_1"
 expect_eq array/completed "$(job_wait "$j")" "COMPLETED COMPLETED COMPLETED"
 for t in 0 1 2; do
     lr=$(sed -n "$((t + 1))p" <<<"0.0005
 0.001
 0.002")
-    expect_grep "array/$t/setting" "sweep-$t.out" "cairn run $JOB --run-dir sweep/$t --set ps.lr=$lr --set stop.max_epochs=2"
+    expect_grep "array/$t/setting" "sweep-$t.out" "/once.sh run $JOB --run-dir sweep/$t --set ps.lr=$lr --set stop.max_epochs=2"
     expect_grep "array/$t/task-id" "sweep/$t/cairn.log" "slurm: job ${j}_$t, restart 0, "
     [ -f "sweep/$t/model.h5" ] && pass "array/$t/model" || fail "array/$t/model" "no sweep/$t/model.h5" "sweep-$t.out"
 done

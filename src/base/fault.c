@@ -19,7 +19,7 @@ static int parse_one(const char *spec, const char *text, struct fault_one *f)
                                         [FAULT_FILL] = "fill", [FAULT_PAUSE] = "pause",
                                         [FAULT_SLOW] = "slow", [FAULT_FREEZE] = "freeze",
                                         [FAULT_BUSY] = "busy", [FAULT_HOLD] = "hold",
-                                        [FAULT_NOTHREAD] = "nothread"};
+                                        [FAULT_NOTHREAD] = "nothread", [FAULT_AWAIT] = "await"};
     char kind[16] = "", what[64] = "";
     int rank = -1, k = -1;
     long long epoch = -1;
@@ -43,7 +43,8 @@ static int parse_one(const char *spec, const char *text, struct fault_one *f)
                              "clock:SECONDS:RANK[:EPOCH], fill:POINT:RANK[:EPOCH], "
                              "pause:POINT:RANK[:EPOCH], slow:POINT[@SECONDS]:RANK[:EPOCH], "
                              "freeze:POINT:RANK[:EPOCH], busy:NAME:RANK[:EPOCH], "
-                             "hold:POINT:RANK[:EPOCH] or nothread:NAME:RANK[:EPOCH]",
+                             "hold:POINT:RANK[:EPOCH], nothread:NAME:RANK[:EPOCH] or "
+                             "await:NAME:RANK[:EPOCH]",
                              spec, strcmp(spec, text) ? ": '" : "", strcmp(spec, text) ? text : "",
                              strcmp(spec, text) ? "'" : "");
     *f = (struct fault_one){.kind = (enum fault_kind)k, .rank = rank, .epoch = n == 4 ? epoch : -1,
@@ -94,6 +95,11 @@ bool fault_op(const struct fault *f, int rank, const char *name, int64_t epoch)
 bool fault_busy(const struct fault *f, int rank, const char *name, int64_t epoch)
 {
     return matches(f, FAULT_BUSY, rank, epoch, name);
+}
+
+bool fault_await(const struct fault *f, int rank, const char *name, int64_t epoch)
+{
+    return matches(f, FAULT_AWAIT, rank, epoch, name);
 }
 
 bool fault_hold(const struct fault *f, int rank, const char *point, int64_t epoch)

@@ -12,6 +12,7 @@
 #include "cairn/fsx.h"
 #include "cairn/layout.h"
 #include "cairn/plan.h"
+#include "cairn/preempt.h"
 #include "cairn/runlog.h"
 #include "cairn/runtime.h"
 #include "cairn/watchdog.h"
@@ -180,6 +181,18 @@ _Noreturn static void busy(struct exec_ctx *x, const struct op_node *op)
     }
 }
 
+/* CAIRN_FAULT await: this op starts once a preemption signal has come */
+static void await_signal(struct exec_ctx *x, const struct op_node *op)
+{
+    fprintf(stderr, "cairn: rank %d: CAIRN_FAULT holds op '%s' until a preemption signal\n",
+            x->rt->layout->rank, op->def->name);
+    fflush(stderr);
+    while (!preempt_signal()) {
+        watchdog_progress(x->lane);
+        clock_sleep(0.05);
+    }
+}
+
 static void run_op(struct exec_ctx *x, const struct op_node *op)
 {
     struct workspace *ws = x->rt->ws;
@@ -196,6 +209,8 @@ static void run_op(struct exec_ctx *x, const struct op_node *op)
     }
     doing(x, op); /* waiting for the locks is part of the op */
     if (fault_busy(&x->rt->fault, x->rt->layout->rank, op->def->name, x->rt->epoch)) busy(x, op);
+    if (fault_await(&x->rt->fault, x->rt->layout->rank, op->def->name, x->rt->epoch) && !preempt_signal())
+        await_signal(x, op);
     lock_all(ws, &locks);
     int rc = 0;
     for (int i = 0; i < op->n_in && rc == 0; i++)
