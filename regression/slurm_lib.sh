@@ -37,10 +37,14 @@ submit() {
 # with CAIRN=$PWD/once.sh runs it
 awaiting() { first_run_fault "await:train_step:0:$1" held "${2:-true}"; }
 
-# held TAG [N]: until TAG's run waits for its signal (the Nth time); the
-# runs that start from now on do not wait
+# held TAG: until TAG's run waits for its signal; the runs that start from
+# now on do not wait (not even when it never came: a requeued run must not
+# wait for a signal no one sends)
 HELD="CAIRN_FAULT holds op 'train_step' until a preemption signal"
-held() { wait_log "$1.out" "$HELD" "${2:-1}" && touch once.fired; }
+held() {
+    wait_log "$1.out" "$HELD" || fail "$1/held" "the run did not wait for its signal" "$1.out"
+    touch once.fired
+}
 
 # preempted_step TAG [N]: the step after which TAG's Nth preemption saved
 preempted_step() {

@@ -64,9 +64,10 @@ int fault_parse(const char *spec, struct fault *f);
 /* True if op `name` should fail on this rank now. */
 bool fault_op(const struct fault *f, int rank, const char *name, int64_t epoch);
 /* True if op `name` should never end on this rank now (busy:). */
-/* True if op `name` should wait for a preemption signal on this rank now. */
-bool fault_await(const struct fault *f, int rank, const char *name, int64_t epoch);
 bool fault_busy(const struct fault *f, int rank, const char *name, int64_t epoch);
+/* True if op `name` should wait for a preemption signal on this rank now
+ * (await:). */
+bool fault_await(const struct fault *f, int rank, const char *name, int64_t epoch);
 /* At a named point of a checkpoint save in directory dir: SIGKILL this
  * process, fill dir's file system or stop for good, if the fault names
  * this point, rank and epoch. */

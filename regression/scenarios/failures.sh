@@ -139,8 +139,9 @@ expect_eq liveness/result "$(metric lv/metrics.jsonl log result)" "$(metric wd-r
 
 # A rank that cannot start the ring's threads ends the start on every rank
 # with one line (before, the others waited for it in a collective for good)
+# (3 s: the others wait for its first heartbeat up to 2 s before they agree)
 CAIRN_FAULT=nothread:liveness:1 mpi lv-nothread 3 run "$JOBS/counter.cfg" --run-dir lv-nothread \
-    --set groups.0.ranks=3
+    --set groups.0.ranks=3 --set watchdog.liveness=3
 expect_rc liveness/no-thread/exit lv-nothread 3
 expect_grep liveness/no-thread/says lv-nothread/exit_status "^3 fatal: rank 1 \([^)]+\) cannot start its liveness threads; watchdog.liveness = 0 turns the liveness ring off$"
 [ ! -e lv-nothread/metrics.jsonl ] || [ "$(metric lv-nothread/metrics.jsonl phase phase)" = "" ] &&

@@ -189,6 +189,7 @@ static void await_signal(struct exec_ctx *x, const struct op_node *op)
     fflush(stderr);
     while (!preempt_signal()) {
         watchdog_progress(x->lane);
+        doing(x, op); /* still before it, as the others see it */
         clock_sleep(0.05);
     }
 }
