@@ -34,8 +34,11 @@
 . "$(dirname "$0")/../lib.sh"
 enter
 T_TIMEOUT=180
-demo_data data 2 demo.h5 8192 # a short evaluation
-job=(run "$JOBS/demo.cfg" --set replicas=2 --set steps_per_epoch=4)
+demo_data data 2 demo.h5 8192
+# the demo's model and state (the tiers' bytes), in short epochs: steps of
+# 128 samples and a short evaluation (409 samples)
+small=(--set data.batch=128 --set data.holdout=0.05)
+job=(run "$JOBS/demo.cfg" --set replicas=2 --set steps_per_epoch=4 "${small[@]}")
 local=(--set "checkpoint.local=\"$PWD/nodelocal\"")
 mpi base 6 "${job[@]}" --run-dir base --set stop.max_epochs=4
 expect_rc base/exit base 0
@@ -63,7 +66,7 @@ rm -rf nodelocal
 # flush (flush_every=2): there is no stop save, yet the shared checkpoint
 # supersedes the node-local ones, which leave the node and the list; the
 # rerun resumes from the shared one and ends with the same bytes.
-one=(run "$JOBS/demo.cfg" --set replicas=2 --set steps_per_epoch=1 --set stop.max_epochs=4)
+one=(run "$JOBS/demo.cfg" --set replicas=2 --set steps_per_epoch=1 --set stop.max_epochs=4 "${small[@]}")
 mpi base1 6 "${one[@]}" --run-dir base1
 expect_rc base1/exit base1 0
 CAIRN_FAULT=signal:USR1:3:2 mpi flushstop 6 "${one[@]}" --run-dir flushstop "${local[@]}" --set checkpoint.flush_every=2
