@@ -184,6 +184,16 @@ ONCE
     chmod +x once.sh
 }
 
+# held TAG: until TAG's run (a submit with CAIRN=$PWD/once.sh, made by
+# first_run_fault with an await: fault on train_step) waits for its
+# signal; the runs that start from now on do not wait (not even when it
+# never came: a requeued run must not wait for a signal no one sends)
+HELD="CAIRN_FAULT holds op 'train_step' until a preemption signal"
+held() {
+    wait_log "$1.out" "$HELD" || fail "$1/held" "the run did not wait for its signal" "$1.out"
+    touch once.fired
+}
+
 # wait_log FILE PATTERN [N]: until N (default 1) lines of FILE match
 wait_log() {
     local i n

@@ -37,15 +37,6 @@ submit() {
 # with CAIRN=$PWD/once.sh runs it
 awaiting() { first_run_fault "await:train_step:0:$1" held "${2:-true}"; }
 
-# held TAG: until TAG's run waits for its signal; the runs that start from
-# now on do not wait (not even when it never came: a requeued run must not
-# wait for a signal no one sends)
-HELD="CAIRN_FAULT holds op 'train_step' until a preemption signal"
-held() {
-    wait_log "$1.out" "$HELD" || fail "$1/held" "the run did not wait for its signal" "$1.out"
-    touch once.fired
-}
-
 # preempted_step TAG [N]: the step after which TAG's Nth preemption saved
 preempted_step() {
     grep -Eo 'preempted by .* after step [0-9]+' "$1/cairn.log" | sed -n "${2:-1}p" | awk '{print $NF}'
