@@ -94,20 +94,34 @@ killed() {
 mpi base2 6 "${job[@]}" --run-dir base2 --set stop.max_epochs=2
 expect_rc base2/exit base2 0
 
+# One synchronous run killed so, kept (killed.tar: its run directory k and
+# the node's tree): each case below that starts from such a run starts
+# from a copy of it, in the same place (the node's tree is named by the
+# run's checkpoint directory), and leaves it under the case's name.
+killed k
+tar cf killed.tar k nodelocal
+from_killed() { rm -rf k nodelocal && tar xf killed.tar; }
+keep_as() { mv k "$1" && rm -rf nodelocal; } # TAG
+
 # ---- resume from the nodes ------------------------------------------------------------
 for mode in sync async; do
-    extra=()
-    [ "$mode" = async ] && extra=(--set checkpoint.async=true)
-    killed "$mode" "${extra[@]}"
+    extra=() dir=k
+    if [ "$mode" = async ]; then
+        extra=(--set checkpoint.async=true) dir=async
+        killed "$mode" "${extra[@]}"
+    else
+        from_killed
+    fi
     root=$(echo nodelocal/cairn-*)
     expect_eq "$mode/newest-kept-on-the-node" "$(ls "$root")" ckpt-e000001
     expect_eq "$mode/parts" "$(ls "$root/ckpt-e000001" | xargs)" "rank000000 rank000001 rank000002 rank000003 rank000004 rank000005"
-    mpi "$mode-rerun" 6 "${job[@]}" --run-dir "$mode" --set stop.max_epochs=2 "${local[@]}" "${extra[@]}"
+    mpi "$mode-rerun" 6 "${job[@]}" --run-dir "$dir" --set stop.max_epochs=2 "${local[@]}" "${extra[@]}"
     expect_rc "$mode/rerun-exit" "$mode-rerun" 0
-    expect_grep "$mode/loaded-node-local" "$mode/cairn.log" "checkpoint loaded \(node-local\): epoch 1 step 0 \(local/ckpt-e000001\)"
-    expect_grep "$mode/own-copies" "$mode/cairn.log" "node-local checkpoint local/ckpt-e000001: restored from the ranks' own copies$"
-    expect_grep "$mode/resumed" "$mode/cairn.log" "resuming after epoch 1 "
-    same_bytes "$mode/model" base2/model.h5 "$mode/model.h5"
+    expect_grep "$mode/loaded-node-local" "$dir/cairn.log" "checkpoint loaded \(node-local\): epoch 1 step 0 \(local/ckpt-e000001\)"
+    expect_grep "$mode/own-copies" "$dir/cairn.log" "node-local checkpoint local/ckpt-e000001: restored from the ranks' own copies$"
+    expect_grep "$mode/resumed" "$dir/cairn.log" "resuming after epoch 1 "
+    same_bytes "$mode/model" base2/model.h5 "$dir/model.h5"
+    [ "$dir" = k ] && keep_as "$mode"
     rm -rf nodelocal
 done
 
@@ -116,7 +130,6 @@ done
 # /dev/shm; build/eio.so): each save after a failed one goes to the shared
 # file too, the log says so once, and a run killed in its final save
 # resumes from epoch 3's shared checkpoint, not epoch 0's, with the same bytes
-mpi base4 6 "${job[@]}" --run-dir base4 --set stop.max_epochs=4
 # (the sanitized build's ranks take the shim after their ASan runtime)
 CAIRN_FAULT=kill:write:1:4 CAIRN_EIO=open:rank000003.tmp:2+:ENOSPC CAIRN_EIO_RANK=3 \
     ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 run fallback \
@@ -130,49 +143,50 @@ expect_count fallback/said-once fallback.out "note: a node-local save failed, so
 mpi fallback-rerun 6 "${job[@]}" --run-dir fallback --set stop.max_epochs=4 "${local[@]}"
 expect_rc fallback/rerun-exit fallback-rerun 0
 expect_grep fallback/resumed fallback/cairn.log "checkpoint loaded: epoch 3 step 0 \(ckpt-e000003.h5\)"
-same_bytes fallback/model base4/model.h5 fallback/model.h5
+same_bytes fallback/model base/model.h5 fallback/model.h5
 rm -rf nodelocal
 
 # ---- --resume=EPOCH takes that epoch: the shared one where there is one --------------
-killed pick0
-mpi pick0-rerun 6 "${job[@]}" --run-dir pick0 --set stop.max_epochs=2 "${local[@]}" --resume=0
+from_killed
+mpi pick0-rerun 6 "${job[@]}" --run-dir k --set stop.max_epochs=2 "${local[@]}" --resume=0
 expect_rc pick0/rerun-exit pick0-rerun 0
-expect_grep pick0/shared-epoch-0 pick0/cairn.log "checkpoint loaded: epoch 0 step 0 \(ckpt-e000000.h5\)"
+expect_grep pick0/shared-epoch-0 k/cairn.log "checkpoint loaded: epoch 0 step 0 \(ckpt-e000000.h5\)"
 # a resumed run's first save goes to the shared file too (as a fresh run's does)
-expect_grep pick0/first-save-shared pick0/cairn.log "checkpoint saved: epoch 1 step 0 \(ckpt-e000001.h5\)"
-same_bytes pick0/model base2/model.h5 pick0/model.h5
-rm -rf nodelocal
-killed pick1
-mpi pick1-rerun 6 "${job[@]}" --run-dir pick1 --set stop.max_epochs=2 "${local[@]}" --resume=1
+expect_grep pick0/first-save-shared k/cairn.log "checkpoint saved: epoch 1 step 0 \(ckpt-e000001.h5\)"
+same_bytes pick0/model base2/model.h5 k/model.h5
+keep_as pick0
+from_killed
+mpi pick1-rerun 6 "${job[@]}" --run-dir k --set stop.max_epochs=2 "${local[@]}" --resume=1
 expect_rc pick1/rerun-exit pick1-rerun 0
-expect_grep pick1/node-local-epoch-1 pick1/cairn.log "checkpoint loaded \(node-local\): epoch 1 step 0 \(local/ckpt-e000001\)"
-same_bytes pick1/model base2/model.h5 pick1/model.h5
-rm -rf nodelocal
+expect_grep pick1/node-local-epoch-1 k/cairn.log "checkpoint loaded \(node-local\): epoch 1 step 0 \(local/ckpt-e000001\)"
+same_bytes pick1/model base2/model.h5 k/model.h5
+keep_as pick1
 
 # ---- a node-local checkpoint that cannot be loaded --------------------------------------
-# unusable TAG WHY: the rerun says WHY, marks the node-local checkpoint bad
-# (whatever the cause: the run goes on from an older position), resumes
-# from epoch 0's shared checkpoint, ends with the same bytes, and saves
-# epoch 1 on the nodes again (that and the bad one gone from the list once
-# the final shared save supersedes them)
+# unusable TAG WHY: the rerun of the killed run (k), its copy damaged as
+# the case says, says WHY, marks the node-local checkpoint bad (whatever
+# the cause: the run goes on from an older position), resumes from epoch
+# 0's shared checkpoint, ends with the same bytes, and saves epoch 1 on the
+# nodes again (that and the bad one gone from the list once the final
+# shared save supersedes them)
 unusable() {
     local tag=$1 why=$2
     shift 2
-    mpi "$tag-rerun" "${NP:-6}" "${job[@]}" --run-dir "$tag" --set stop.max_epochs=2 "${local[@]}" "$@"
+    mpi "$tag-rerun" "${NP:-6}" "${job[@]}" --run-dir k --set stop.max_epochs=2 "${local[@]}" "$@"
     expect_rc "$tag/rerun-exit" "$tag-rerun" 0
-    expect_grep "$tag/said-why" "$tag/cairn.log" "warning: the node-local checkpoint after epoch 1 \(local/ckpt-e000001\) cannot be loaded: $why; resuming from the shared checkpoints in $tag/ckpt instead \(it is marked bad\)"
-    expect_count "$tag/marked-bad" "$tag/metrics.jsonl" '"kind":"ckpt_local_unusable"' 1
-    expect_grep "$tag/fell-back" "$tag/cairn.log" "resuming after epoch 0 "
-    same_bytes "$tag/model" base2/model.h5 "$tag/model.h5"
-    expect_grep "$tag/saved-again" "$tag/cairn.log" "checkpoint saved \(node-local\): epoch 1 step 0 \(ckpt-e000001\)"
+    expect_grep "$tag/said-why" k/cairn.log "warning: the node-local checkpoint after epoch 1 \(local/ckpt-e000001\) cannot be loaded: $why; resuming from the shared checkpoints in k/ckpt instead \(it is marked bad\)"
+    expect_count "$tag/marked-bad" k/metrics.jsonl '"kind":"ckpt_local_unusable"' 1
+    expect_grep "$tag/fell-back" k/cairn.log "resuming after epoch 0 "
+    same_bytes "$tag/model" base2/model.h5 k/model.h5
+    expect_grep "$tag/saved-again" k/cairn.log "checkpoint saved \(node-local\): epoch 1 step 0 \(ckpt-e000001\)"
     # the final shared save superseded it: the bad one is not listed either
-    run "$tag-ls" "$CAIRN" ckpt ls "$tag/ckpt"
+    run "$tag-ls" "$CAIRN" ckpt ls k/ckpt
     expect_eq "$tag/none-listed" "$(grep -c "local/" "$tag-ls.out")" 0
-    rm -rf nodelocal
+    keep_as "$tag"
 }
 part() { echo nodelocal/cairn-*/ckpt-e000001/rank00000"$1"; }
 
-killed damaged
+from_killed
 # one byte of rank 4's data (a PS shard's), past its header
 py 'import sys
 with open(sys.argv[1], "r+b") as f:
@@ -180,20 +194,21 @@ with open(sys.argv[1], "r+b") as f:
 unusable damaged "rank 4's part fails its checksum"
 
 # a copy that is not the part the manifest lists (rank 2's under rank 3's name)
-killed disagree
+from_killed
 cp "$(part 2)" "$(part 3)"
 unusable disagree "$PWD/$(part 3) disagrees with the manifest \(another rank, position, size or checksum\)"
 
-killed missing
+from_killed
 rm "$(part 1)"
 unusable missing "no node of this run holds rank 1's part \(its copy was on nodes it does not have\)"
 
-killed manifest
-printf 'epoch 1\n' >>manifest/ckpt/local/ckpt-e000001
-unusable manifest "manifest/ckpt/local/ckpt-e000001:[0-9]+: not a node-local checkpoint manifest"
+from_killed
+printf 'epoch 1\n' >>k/ckpt/local/ckpt-e000001
+unusable manifest "k/ckpt/local/ckpt-e000001:[0-9]+: not a node-local checkpoint manifest"
 
-killed layout
+from_killed
 NP=8 unusable layout "it is of 6 ranks, this run has 8" --set ps.shards=4
+rm killed.tar
 
 # ---- a damaged own copy: the partner copy stands in ---------------------------------------
 # Three "nodes" of 2 ranks on this machine: each rank in a UTS namespace
