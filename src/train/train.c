@@ -380,11 +380,13 @@ int64_t trainer_epoch_samples(const struct trainer *t)
 int trainer_epoch_stats(struct trainer *t, int64_t *samples, double *pipe_seconds, double *shard_bytes)
 {
     int rc = 0;
-    MPI_Comm world = t->rt->layout->world;
-    double mine = t->role == ROLE_PS ? ps_bytes(t) : 0;
-    CAIRN_CHECK_MPI(MPI_Allreduce(&mine, shard_bytes, 1, MPI_DOUBLE, MPI_MAX, world));
-    CAIRN_CHECK_MPI(MPI_Allreduce(&t->pipe_seconds, pipe_seconds, 1, MPI_DOUBLE, MPI_MAX, world));
-    CAIRN_CHECK_MPI(MPI_Allreduce(&t->samples, samples, 1, MPI_INT64_T, MPI_MAX, world));
+    /* one collective, and a waiting one that sleeps (coll.c): the ranks
+     * come to it as their epochs end, shards long before stages */
+    int64_t v[3] = {t->role == ROLE_PS ? (int64_t)ps_bytes(t) : 0, (int64_t)(t->pipe_seconds * 1e6), t->samples};
+    CAIRN_CHECK(coll_allreduce(MPI_IN_PLACE, v, 3, MPI_INT64_T, MPI_MAX, t->rt->layout->world));
+    *shard_bytes = (double)v[0];
+    *pipe_seconds = (double)v[1] / 1e6;
+    *samples = v[2];
     t->pipe_seconds = 0;
     t->samples = 0;
 cleanup:
