@@ -1,0 +1,60 @@
+/* The decoder block of a GPT-style language model: the arithmetic of one
+ * block for a batch of n sequences of ctx positions, forward and backward,
+ * f32 or f64.  Row-major; BLAS for the products (one thread per rank).
+ *
+ *   h = x + Attn(LN1(x)) Wo + bo        causal multi-head self-attention
+ *   y = h + GELU(LN2(h) W1 + b1) W2 + b2
+ *
+ * Attn splits LN1(x) Wqkv + bqkv into queries, keys and values of `heads`
+ * heads of d / heads columns each; position i attends to positions <= i
+ * of its own sequence, softmax(q k^T / sqrt(d / heads)) v.  Layer norm as
+ * PyTorch's (biased variance, eps 1e-5), GELU the exact (erf) one.  Every
+ * sum runs in a fixed order, so a sequence's results do not depend on the
+ * others in its batch. */
+#ifndef CAIRN_LM_H
+#define CAIRN_LM_H
+
+#include "cairn/tensor.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct lm_shape {
+    int64_t ctx;   /* positions of a sequence */
+    int64_t d;     /* width */
+    int64_t heads; /* divides d */
+    int64_t mlp;   /* the MLP's hidden width */
+};
+
+/* A block's parameters, in this order.  Matrices are [fan-in, fan-out]
+ * (x W), vectors [size]. */
+#define CAIRN_LM_PARAMS(X) X(LM_LN1_G, "ln1.g") X(LM_LN1_B, "ln1.b") X(LM_QKV_W, "qkv.W") \
+    X(LM_QKV_B, "qkv.b") X(LM_PROJ_W, "proj.W") X(LM_PROJ_B, "proj.b") X(LM_LN2_G, "ln2.g") \
+    X(LM_LN2_B, "ln2.b") X(LM_FC_W, "fc.W") X(LM_FC_B, "fc.b") X(LM_OUT_W, "out.W") X(LM_OUT_B, "out.b")
+#define CAIRN_LM_ITEM(e, name) e,
+enum lm_param { CAIRN_LM_PARAMS(CAIRN_LM_ITEM) LM_N_PARAMS };
+#undef CAIRN_LM_ITEM
+
+const char *lm_param_name(int k); /* "?" out of range */
+/* Parameter k's rows and columns (a vector: [size, 1]). */
+void lm_param_shape(const struct lm_shape *s, int k, int64_t *rows, int64_t *cols);
+
+/* Elements of what a forward keeps for the backward (the tape), and of
+ * the backward's scratch, for n sequences. */
+int64_t lm_tape_numel(const struct lm_shape *s, int64_t n);
+int64_t lm_scratch_numel(const struct lm_shape *s, int64_t n);
+
+/* y[n ctx, d] from x[n ctx, d]; p: the LM_N_PARAMS parameters; tape:
+ * lm_tape_numel elements. */
+void lm_block_forward(enum dtype dt, const struct lm_shape *s, int64_t n, const void *x,
+                      const void *const *p, void *y, void *tape);
+
+/* From the forward's tape and dy (the gradient with respect to y):
+ * each parameter's gradient into dp[k] (set, or added to if accumulate)
+ * and, unless dx is NULL, dx[n ctx, d].  scratch: lm_scratch_numel
+ * elements. */
+void lm_block_backward(enum dtype dt, const struct lm_shape *s, int64_t n, const void *const *p,
+                       const void *tape, const void *dy, void *const *dp, bool accumulate, void *dx,
+                       void *scratch);
+
+#endif

@@ -1,0 +1,85 @@
+/* The decoder block's arithmetic; see include/cairn/lm.h. */
+#include "cairn/lm.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#define REAL float
+#define SUFFIX _f32
+#define GEMM cblas_sgemm
+#define EXP expf
+#define ERF erff
+#define SQRT sqrtf
+#include "lm_impl.h"
+#undef REAL
+#undef SUFFIX
+#undef GEMM
+#undef EXP
+#undef ERF
+#undef SQRT
+
+#define REAL double
+#define SUFFIX _f64
+#define GEMM cblas_dgemm
+#define EXP exp
+#define ERF erf
+#define SQRT sqrt
+#include "lm_impl.h"
+#undef REAL
+#undef SUFFIX
+#undef GEMM
+#undef EXP
+#undef ERF
+#undef SQRT
+
+#define NAME_ITEM(e, name) name,
+static const char *const names[] = {CAIRN_LM_PARAMS(NAME_ITEM)};
+
+const char *lm_param_name(int k) { return k >= 0 && k < LM_N_PARAMS ? names[k] : "?"; }
+
+void lm_param_shape(const struct lm_shape *s, int k, int64_t *rows, int64_t *cols)
+{
+    int64_t d = s->d;
+    *cols = 1;
+    switch (k) {
+    case LM_QKV_W: *rows = d, *cols = 3 * d; break;
+    case LM_QKV_B: *rows = 3 * d; break;
+    case LM_PROJ_W: *rows = d, *cols = d; break;
+    case LM_FC_W: *rows = d, *cols = s->mlp; break;
+    case LM_FC_B: *rows = s->mlp; break;
+    case LM_OUT_W: *rows = s->mlp, *cols = d; break;
+    default: *rows = d; break; /* the norms' and the projections' vectors */
+    }
+}
+
+int64_t lm_tape_numel(const struct lm_shape *s, int64_t n)
+{
+    int64_t R = n * s->ctx;
+    return R * (9 * s->d + 2 + 2 * s->mlp) + n * s->heads * s->ctx * s->ctx;
+}
+
+int64_t lm_scratch_numel(const struct lm_shape *s, int64_t n)
+{
+    return n * s->ctx * (s->mlp + 6 * s->d) + s->ctx * s->ctx;
+}
+
+void lm_block_forward(enum dtype dt, const struct lm_shape *s, int64_t n, const void *x,
+                      const void *const *p, void *y, void *tape)
+{
+    if (dt == DT_F32)
+        block_forward_f32(s, n, x, (const float *const *)p, y, tape);
+    else
+        block_forward_f64(s, n, x, (const double *const *)p, y, tape);
+}
+
+void lm_block_backward(enum dtype dt, const struct lm_shape *s, int64_t n, const void *const *p,
+                       const void *tape, const void *dy, void *const *dp, bool accumulate, void *dx,
+                       void *scratch)
+{
+    if (dt == DT_F32)
+        block_backward_f32(s, n, (const float *const *)p, tape, dy, (float *const *)dp, accumulate, dx, scratch);
+    else
+        block_backward_f64(s, n, (const double *const *)p, tape, dy, (double *const *)dp, accumulate, dx,
+                           scratch);
+}

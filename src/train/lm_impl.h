@@ -1,0 +1,217 @@
+/* Kernels of lm.c for one element type: included with REAL, SUFFIX, GEMM,
+ * EXP, ERF and SQRT set.  R = n ctx rows throughout. */
+
+#define CAT2(a, b) a##b
+#define CAT(a, b) CAT2(a, b)
+#define F(name) CAT(name, SUFFIX)
+
+static void F(gemm)(bool ta, bool tb, int64_t m, int64_t n, int64_t k, REAL alpha, const REAL *a,
+                    int64_t lda, const REAL *b, int64_t ldb, REAL beta, REAL *c, int64_t ldc)
+{
+    if (m == 0 || n == 0) return;
+    if (k == 0) { /* BLAS leaves beta * C to us then */
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0 ? 0 : beta * c[i * ldc + j];
+        return;
+    }
+    GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m,
+         (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
+
+/* The tape's parts, for n sequences. */
+struct F(tape) {
+    REAL *xhat1, *xn1, *rstd1, *qkv, *P, *a, *h, *xhat2, *xn2, *rstd2, *u, *gl;
+};
+
+static struct F(tape) F(tape_parts)(const struct lm_shape *s, int64_t n, REAL *t)
+{
+    int64_t R = n * s->ctx, d = s->d;
+    struct F(tape) p;
+    p.xhat1 = t, t += R * d;
+    p.xn1 = t, t += R * d;
+    p.rstd1 = t, t += R;
+    p.qkv = t, t += R * 3 * d;
+    p.P = t, t += n * s->heads * s->ctx * s->ctx;
+    p.a = t, t += R * d;
+    p.h = t, t += R * d;
+    p.xhat2 = t, t += R * d;
+    p.xn2 = t, t += R * d;
+    p.rstd2 = t, t += R;
+    p.u = t, t += R * s->mlp;
+    p.gl = t;
+    return p;
+}
+
+/* Layer norm of R rows of d: xhat, 1 / sd, and y = xhat g + b. */
+static void F(ln_forward)(int64_t R, int64_t d, const REAL *x, const REAL *g, const REAL *b,
+                          REAL *xhat, REAL *rstd, REAL *y)
+{
+    for (int64_t r = 0; r < R; r++) {
+        const REAL *xr = x + r * d;
+        REAL mean = 0, var = 0;
+        for (int64_t j = 0; j < d; j++) mean += xr[j];
+        mean /= (REAL)d;
+        for (int64_t j = 0; j < d; j++) var += (xr[j] - mean) * (xr[j] - mean);
+        var /= (REAL)d;
+        REAL rs = (REAL)1 / SQRT(var + (REAL)1e-5);
+        rstd[r] = rs;
+        for (int64_t j = 0; j < d; j++) {
+            REAL xh = (xr[j] - mean) * rs;
+            xhat[r * d + j] = xh;
+            y[r * d + j] = xh * g[j] + b[j];
+        }
+    }
+}
+
+/* Column sums of dy[R, cols] into v (set, or added to). */
+static void F(colsum)(int64_t R, int64_t cols, const REAL *dy, REAL *v, bool accumulate)
+{
+    if (!accumulate) memset(v, 0, (size_t)cols * sizeof(REAL));
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t j = 0; j < cols; j++) v[j] += dy[r * cols + j];
+}
+
+/* Layer norm's backward: dg and db from dy (the gradient of its output),
+ * and dx += the input's gradient. */
+static void F(ln_backward)(int64_t R, int64_t d, const REAL *xhat, const REAL *rstd, const REAL *g,
+                           const REAL *dy, REAL *dg, REAL *db, bool accumulate, REAL *dx)
+{
+    if (!accumulate) {
+        memset(dg, 0, (size_t)d * sizeof(REAL));
+        memset(db, 0, (size_t)d * sizeof(REAL));
+    }
+    for (int64_t r = 0; r < R; r++) {
+        const REAL *xh = xhat + r * d, *dyr = dy + r * d;
+        REAL m1 = 0, m2 = 0; /* means of dxhat and of dxhat xhat */
+        for (int64_t j = 0; j < d; j++) {
+            REAL dxh = dyr[j] * g[j];
+            dg[j] += dyr[j] * xh[j];
+            db[j] += dyr[j];
+            m1 += dxh;
+            m2 += dxh * xh[j];
+        }
+        m1 /= (REAL)d;
+        m2 /= (REAL)d;
+        for (int64_t j = 0; j < d; j++) dx[r * d + j] += rstd[r] * (dyr[j] * g[j] - m1 - xh[j] * m2);
+    }
+}
+
+/* y[R, cols] = x[R, in] W + b (broadcast), or, with add, y += that. */
+static void F(affine)(int64_t R, int64_t in, int64_t cols, const REAL *x, const REAL *W,
+                      const REAL *b, REAL *y, bool add)
+{
+    if (!add)
+        for (int64_t r = 0; r < R; r++) memcpy(y + r * cols, b, (size_t)cols * sizeof(REAL));
+    else
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t j = 0; j < cols; j++) y[r * cols + j] += b[j];
+    F(gemm)(false, false, R, cols, in, 1, x, in, W, cols, 1, y, cols);
+}
+
+static REAL F(gelu)(REAL u) { return (REAL)0.5 * u * ((REAL)1 + ERF(u * (REAL)M_SQRT1_2)); }
+static REAL F(dgelu)(REAL u)
+{
+    return (REAL)0.5 * ((REAL)1 + ERF(u * (REAL)M_SQRT1_2)) +
+           u * EXP((REAL)-0.5 * u * u) * (REAL)(0.5 * M_2_SQRTPI * M_SQRT1_2);
+}
+
+/* Causal attention of one sequence: a[ctx, d] (its rows) from qkv[ctx, 3d];
+ * P[heads, ctx, ctx] the probabilities, zero above the diagonal. */
+static void F(attend)(const struct lm_shape *s, const REAL *qkv, REAL *P, REAL *a)
+{
+    int64_t c = s->ctx, d = s->d, dh = d / s->heads;
+    REAL scale = (REAL)1 / SQRT((REAL)dh);
+    for (int64_t h = 0; h < s->heads; h++) {
+        REAL *Ph = P + h * c * c;
+        const REAL *q = qkv + h * dh, *k = qkv + d + h * dh, *v = qkv + 2 * d + h * dh;
+        F(gemm)(false, true, c, c, dh, scale, q, 3 * d, k, 3 * d, 0, Ph, c);
+        for (int64_t i = 0; i < c; i++) {
+            REAL *row = Ph + i * c, m = row[0], sum = 0;
+            for (int64_t j = 1; j <= i; j++) m = row[j] > m ? row[j] : m;
+            for (int64_t j = 0; j <= i; j++) sum += row[j] = EXP(row[j] - m);
+            for (int64_t j = 0; j <= i; j++) row[j] /= sum;
+            for (int64_t j = i + 1; j < c; j++) row[j] = 0;
+        }
+        F(gemm)(false, false, c, dh, c, 1, Ph, c, v, 3 * d, 0, a + h * dh, d);
+    }
+}
+
+/* Its backward: dqkv[ctx, 3d] from da[ctx, d]; dP: ctx x ctx scratch. */
+static void F(attend_back)(const struct lm_shape *s, const REAL *qkv, const REAL *P, const REAL *da,
+                           REAL *dP, REAL *dqkv)
+{
+    int64_t c = s->ctx, d = s->d, dh = d / s->heads;
+    REAL scale = (REAL)1 / SQRT((REAL)dh);
+    for (int64_t h = 0; h < s->heads; h++) {
+        const REAL *Ph = P + h * c * c, *q = qkv + h * dh, *k = qkv + d + h * dh, *v = qkv + 2 * d + h * dh;
+        const REAL *dah = da + h * dh;
+        F(gemm)(false, true, c, c, dh, 1, dah, d, v, 3 * d, 0, dP, c);           /* dP = da v^T */
+        F(gemm)(true, false, c, dh, c, 1, Ph, c, dah, d, 0, dqkv + 2 * d + h * dh, 3 * d); /* dv = P^T da */
+        for (int64_t i = 0; i < c; i++) { /* dS = P (dP - sum_j P dP), in place */
+            const REAL *p = Ph + i * c;
+            REAL *g = dP + i * c, dot = 0;
+            for (int64_t j = 0; j <= i; j++) dot += p[j] * g[j];
+            for (int64_t j = 0; j <= i; j++) g[j] = p[j] * (g[j] - dot);
+            for (int64_t j = i + 1; j < c; j++) g[j] = 0;
+        }
+        F(gemm)(false, false, c, dh, c, scale, dP, c, k, 3 * d, 0, dqkv + h * dh, 3 * d);   /* dq */
+        F(gemm)(true, false, c, dh, c, scale, dP, c, q, 3 * d, 0, dqkv + d + h * dh, 3 * d); /* dk */
+    }
+}
+
+static void F(block_forward)(const struct lm_shape *s, int64_t n, const REAL *x, const REAL *const *p,
+                             REAL *y, REAL *tape)
+{
+    int64_t R = n * s->ctx, d = s->d, m = s->mlp, c = s->ctx;
+    struct F(tape) t = F(tape_parts)(s, n, tape);
+    F(ln_forward)(R, d, x, p[LM_LN1_G], p[LM_LN1_B], t.xhat1, t.rstd1, t.xn1);
+    F(affine)(R, d, 3 * d, t.xn1, p[LM_QKV_W], p[LM_QKV_B], t.qkv, false);
+    for (int64_t i = 0; i < n; i++)
+        F(attend)(s, t.qkv + i * c * 3 * d, t.P + i * s->heads * c * c, t.a + i * c * d);
+    memcpy(t.h, x, (size_t)(R * d) * sizeof(REAL));
+    F(affine)(R, d, d, t.a, p[LM_PROJ_W], p[LM_PROJ_B], t.h, true);
+    F(ln_forward)(R, d, t.h, p[LM_LN2_G], p[LM_LN2_B], t.xhat2, t.rstd2, t.xn2);
+    F(affine)(R, d, m, t.xn2, p[LM_FC_W], p[LM_FC_B], t.u, false);
+    for (int64_t e = 0; e < R * m; e++) t.gl[e] = F(gelu)(t.u[e]);
+    memcpy(y, t.h, (size_t)(R * d) * sizeof(REAL));
+    F(affine)(R, m, d, t.gl, p[LM_OUT_W], p[LM_OUT_B], y, true);
+}
+
+static void F(block_backward)(const struct lm_shape *s, int64_t n, const REAL *const *p, const REAL *tape,
+                              const REAL *dy, REAL *const *dp, bool accumulate, REAL *dx, REAL *scratch)
+{
+    int64_t R = n * s->ctx, d = s->d, m = s->mlp, c = s->ctx;
+    REAL beta = accumulate ? 1 : 0;
+    struct F(tape) t = F(tape_parts)(s, n, (REAL *)tape);
+    REAL *du = scratch, *dxn = du + R * m, *dh = dxn + R * d, *da = dh + R * d, *dqkv = da + R * d,
+         *dP = dqkv + R * 3 * d;
+    /* the MLP: out, GELU, fc */
+    F(colsum)(R, d, dy, dp[LM_OUT_B], accumulate);
+    F(gemm)(true, false, m, d, R, 1, t.gl, m, dy, d, beta, dp[LM_OUT_W], d);
+    F(gemm)(false, true, R, m, d, 1, dy, d, p[LM_OUT_W], d, 0, du, m);
+    for (int64_t e = 0; e < R * m; e++) du[e] *= F(dgelu)(t.u[e]);
+    F(colsum)(R, m, du, dp[LM_FC_B], accumulate);
+    F(gemm)(true, false, d, m, R, 1, t.xn2, d, du, m, beta, dp[LM_FC_W], m);
+    F(gemm)(false, true, R, d, m, 1, du, m, p[LM_FC_W], m, 0, dxn, d);
+    /* the residual, then LN2 */
+    memcpy(dh, dy, (size_t)(R * d) * sizeof(REAL));
+    F(ln_backward)(R, d, t.xhat2, t.rstd2, p[LM_LN2_G], dxn, dp[LM_LN2_G], dp[LM_LN2_B], accumulate, dh);
+    /* the attention's projection, the attention, qkv */
+    F(colsum)(R, d, dh, dp[LM_PROJ_B], accumulate);
+    F(gemm)(true, false, d, d, R, 1, t.a, d, dh, d, beta, dp[LM_PROJ_W], d);
+    F(gemm)(false, true, R, d, d, 1, dh, d, p[LM_PROJ_W], d, 0, da, d);
+    for (int64_t i = 0; i < n; i++)
+        F(attend_back)(s, t.qkv + i * c * 3 * d, t.P + i * s->heads * c * c, da + i * c * d, dP,
+                       dqkv + i * c * 3 * d);
+    F(colsum)(R, 3 * d, dqkv, dp[LM_QKV_B], accumulate);
+    F(gemm)(true, false, d, 3 * d, R, 1, t.xn1, d, dqkv, 3 * d, beta, dp[LM_QKV_W], 3 * d);
+    F(gemm)(false, true, R, d, 3 * d, 1, dqkv, 3 * d, p[LM_QKV_W], 3 * d, 0, dxn, d);
+    /* the residual, then LN1 (its parameters' gradients even without dx) */
+    if (dx) memcpy(dx, dh, (size_t)(R * d) * sizeof(REAL));
+    F(ln_backward)(R, d, t.xhat1, t.rstd1, p[LM_LN1_G], dxn, dp[LM_LN1_G], dp[LM_LN1_B], accumulate,
+                   dx ? dx : dh);
+}
+
+#undef F
+#undef CAT
+#undef CAT2
