@@ -9,8 +9,9 @@
  * heads of d / heads columns each; position i attends to positions <= i
  * of its own sequence, softmax(q k^T / sqrt(d / heads)) v.  Layer norm as
  * PyTorch's (biased variance, eps 1e-5), GELU the exact (erf) one.  Every
- * sum runs in a fixed order, so a sequence's results do not depend on the
- * others in its batch. */
+ * sum runs in a fixed order for a given batch, so the same batch gives the
+ * same bits; another batch may not (BLAS may sum another shape in another
+ * order), which is why every layout keeps the same micro-batches. */
 #ifndef CAIRN_LM_H
 #define CAIRN_LM_H
 
@@ -35,6 +36,10 @@ struct lm_shape {
 enum lm_param { CAIRN_LM_PARAMS(CAIRN_LM_ITEM) LM_N_PARAMS };
 #undef CAIRN_LM_ITEM
 
+/* Whether the kernels take s: every size at least 1, heads dividing d, and
+ * each product they pass to BLAS within its int. */
+bool lm_shape_ok(const struct lm_shape *s);
+
 const char *lm_param_name(int k); /* "?" out of range */
 /* Parameter k's rows and columns (a vector: [size, 1]). */
 void lm_param_shape(const struct lm_shape *s, int k, int64_t *rows, int64_t *cols);
@@ -45,7 +50,8 @@ int64_t lm_tape_numel(const struct lm_shape *s, int64_t n);
 int64_t lm_scratch_numel(const struct lm_shape *s, int64_t n);
 
 /* y[n ctx, d] from x[n ctx, d]; p: the LM_N_PARAMS parameters; tape:
- * lm_tape_numel elements. */
+ * lm_tape_numel elements.  s must be lm_shape_ok, and n ctx rows of the
+ * widest (the MLP's) within an int. */
 void lm_block_forward(enum dtype dt, const struct lm_shape *s, int64_t n, const void *x,
                       const void *const *p, void *y, void *tape);
 

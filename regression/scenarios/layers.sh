@@ -17,7 +17,7 @@ declare -A of=(
     [ckpt]=runtime [ckpt_bg]=runtime [ckpt_local]=runtime [exec]=runtime [layout]=runtime [reader]=runtime [runner]=runtime
     [runtime]=runtime [workspace]=runtime [guard]=runtime [progress]=runtime [blas_kernel]=runtime
     [embed_ids]=embed [optim]=embed [sparse_rows]=embed [embed_bag]=embed
-    [infer]=train [model]=train [nn]=train [scalapack]=train [train]=train [train_spec]=train [trainplan]=train
+    [infer]=train [lm]=train [model]=train [nn]=train [scalapack]=train [train]=train [train_spec]=train [trainplan]=train
     [cli]=app [datagen]=app
 )
 rank() { local i=0 l; for l in $layers; do [ "$l" = "$1" ] && echo $i && return; i=$((i + 1)); done; echo 99; }

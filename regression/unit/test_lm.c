@@ -1,5 +1,6 @@
-/* The decoder block (lm.h): its gradients against finite differences
- * (f64), causality, and a sequence's results independent of its batch. */
+/* The decoder block (lm.h): its forward against a plain transcription of
+ * the definition, its gradients against finite differences (f64), f32
+ * against f64, causality, batching, and the shapes it refuses. */
 #include "unit.h"
 
 #include "cairn/lm.h"
@@ -31,6 +32,93 @@ static void params(double **p, uint64_t stream)
         if (k == LM_LN1_G || k == LM_LN2_G)
             for (int64_t i = 0; i < numel(k); i++) p[k][i] += 1;
     }
+}
+
+/* The block as defined (lm.h), one sequence, in plain loops: no BLAS, no
+ * tape, nothing shared with lm.c. */
+static void layer_norm(const double *x, const double *g, const double *b, double *y)
+{
+    double mean = 0, var = 0;
+    for (int64_t j = 0; j < S.d; j++) mean += x[j] / (double)S.d;
+    for (int64_t j = 0; j < S.d; j++) var += (x[j] - mean) * (x[j] - mean) / (double)S.d;
+    for (int64_t j = 0; j < S.d; j++) y[j] = (x[j] - mean) / sqrt(var + 1e-5) * g[j] + b[j];
+}
+
+static void reference(const double *x, double **p, double *y)
+{
+    enum { C = 5, D = 8, M = 12 };
+    int64_t dh = S.d / S.heads;
+    double xn[C][D], qkv[C][3 * D], a[C][D], h[C][D];
+    for (int64_t i = 0; i < C; i++) {
+        layer_norm(x + i * D, p[LM_LN1_G], p[LM_LN1_B], xn[i]);
+        for (int64_t j = 0; j < 3 * D; j++) {
+            qkv[i][j] = p[LM_QKV_B][j];
+            for (int64_t k = 0; k < D; k++) qkv[i][j] += xn[i][k] * p[LM_QKV_W][k * 3 * D + j];
+        }
+    }
+    for (int64_t hd = 0; hd < S.heads; hd++)
+        for (int64_t i = 0; i < C; i++) {
+            double sc[C], top = -INFINITY, sum = 0;
+            for (int64_t j = 0; j <= i; j++) {
+                sc[j] = 0;
+                for (int64_t e = 0; e < dh; e++) sc[j] += qkv[i][hd * dh + e] * qkv[j][D + hd * dh + e];
+                sc[j] /= sqrt((double)dh);
+                top = fmax(top, sc[j]);
+            }
+            for (int64_t j = 0; j <= i; j++) sum += exp(sc[j] - top);
+            for (int64_t e = 0; e < dh; e++) {
+                a[i][hd * dh + e] = 0;
+                for (int64_t j = 0; j <= i; j++) a[i][hd * dh + e] += exp(sc[j] - top) / sum * qkv[j][2 * D + hd * dh + e];
+            }
+        }
+    for (int64_t i = 0; i < C; i++) {
+        double u[M];
+        for (int64_t j = 0; j < D; j++) {
+            h[i][j] = x[i * D + j] + p[LM_PROJ_B][j];
+            for (int64_t k = 0; k < D; k++) h[i][j] += a[i][k] * p[LM_PROJ_W][k * D + j];
+        }
+        layer_norm(h[i], p[LM_LN2_G], p[LM_LN2_B], xn[i]);
+        for (int64_t j = 0; j < M; j++) {
+            u[j] = p[LM_FC_B][j];
+            for (int64_t k = 0; k < D; k++) u[j] += xn[i][k] * p[LM_FC_W][k * M + j];
+            u[j] = 0.5 * u[j] * (1 + erf(u[j] / sqrt(2.0)));
+        }
+        for (int64_t j = 0; j < D; j++) {
+            y[i * D + j] = h[i][j] + p[LM_OUT_B][j];
+            for (int64_t k = 0; k < M; k++) y[i * D + j] += u[k] * p[LM_OUT_W][k * D + j];
+        }
+    }
+}
+
+/* the largest difference of n values, over the largest magnitude of a */
+static double worst(const double *a, const double *b, int64_t n)
+{
+    double w = 0, m = 0;
+    for (int64_t i = 0; i < n; i++) {
+        w = fabs(a[i] - b[i]) > w ? fabs(a[i] - b[i]) : w;
+        m = fabs(a[i]) > m ? fabs(a[i]) : m;
+    }
+    return w / m;
+}
+
+static void forward_is_the_definition(void **state)
+{
+    (void)state;
+    int64_t n = 2, R = n * S.ctx;
+    double *p[LM_N_PARAMS], *x = rnd(R * S.d, 700, 1), *y = malloc((size_t)(R * S.d) * sizeof *y), want[40];
+    double *tape = malloc((size_t)lm_tape_numel(&S, n) * sizeof *tape);
+    params(p, 800);
+    lm_block_forward(DT_F64, &S, n, x, (const void *const *)p, y, tape);
+    for (int64_t i = 0; i < n; i++) {
+        reference(x + i * S.ctx * S.d, p, want);
+        double w = worst(want, y + i * S.ctx * S.d, S.ctx * S.d);
+        if (w > 1e-12) fail_msg("sequence %lld: the block differs from the definition by %.3g", (long long)i, w);
+    }
+    /* in place (y = x) gives the same bits */
+    lm_block_forward(DT_F64, &S, n, x, (const void *const *)p, x, tape);
+    assert_memory_equal(x, y, (size_t)(R * S.d) * sizeof *x);
+    for (int k = 0; k < LM_N_PARAMS; k++) free(p[k]);
+    free(x), free(y), free(tape);
 }
 
 /* sum(y w) for the block on x (n sequences) */
@@ -115,74 +203,94 @@ static void attention_is_causal(void **state)
     free(x0), free(x), free(y0), free(y1), free(tape);
 }
 
-/* A sequence's outputs and input gradient alone and in a batch of three
- * agree to rounding (f32, f64): nothing leaks between sequences.  Not
- * bit for bit: BLAS may sum a product of other dimensions in another
- * order, which is why a step's micro-batches are the same in every layout. */
-static double worst(const double *a, const double *b, int64_t n)
+/* The block in dt on n sequences (x, dy = w, parameters pd, all f64):
+ * y and dx (n ctx d each) and the parameters' gradients dp, as f64. */
+static void run(enum dtype dt, int64_t n, const double *xd, const double *wd, double **pd, double *y,
+                double *dx, double **dp)
 {
-    double w = 0, m = 0;
-    for (int64_t i = 0; i < n; i++) {
-        w = fabs(a[i] - b[i]) > w ? fabs(a[i] - b[i]) : w;
-        m = fabs(a[i]) > m ? fabs(a[i]) : m;
+    size_t es = dt == DT_F64 ? 8 : 4;
+    int64_t R = n * S.ctx * S.d;
+    void *x = malloc((size_t)R * es), *w = malloc((size_t)R * es), *yv = malloc((size_t)R * es),
+         *dxv = malloc((size_t)R * es), *p[LM_N_PARAMS], *g[LM_N_PARAMS];
+    void *tape = malloc((size_t)lm_tape_numel(&S, n) * es), *scratch = malloc((size_t)lm_scratch_numel(&S, n) * es);
+#define PUT(v, i, val) (es == 8 ? (void)(((double *)(v))[i] = (val)) : (void)(((float *)(v))[i] = (float)(val)))
+#define GET(v, i) (es == 8 ? ((double *)(v))[i] : (double)((float *)(v))[i])
+    for (int64_t e = 0; e < R; e++) PUT(x, e, xd[e]), PUT(w, e, wd[e]);
+    for (int k = 0; k < LM_N_PARAMS; k++) {
+        p[k] = malloc((size_t)numel(k) * es);
+        g[k] = malloc((size_t)numel(k) * es);
+        for (int64_t i = 0; i < numel(k); i++) PUT(p[k], i, pd[k][i]);
     }
-    return w / m;
+    lm_block_forward(dt, &S, n, x, (const void *const *)p, yv, tape);
+    lm_block_backward(dt, &S, n, (const void *const *)p, tape, w, g, false, dxv, scratch);
+    for (int64_t e = 0; e < R; e++) y[e] = GET(yv, e), dx[e] = GET(dxv, e);
+    for (int k = 0; k < LM_N_PARAMS; k++) {
+        for (int64_t i = 0; i < numel(k); i++) dp[k][i] = GET(g[k], i);
+        free(p[k]), free(g[k]);
+    }
+#undef PUT
+#undef GET
+    free(x), free(w), free(yv), free(dxv), free(tape), free(scratch);
 }
 
-static void sequences_are_independent(void **state)
+/* f32 follows f64 (an f32-only mistake, as a norm without its square
+ * root, shows), and a sequence's outputs and input gradient alone and in
+ * a batch of three agree to rounding in both: nothing leaks between
+ * sequences.  Not bit for bit: BLAS may sum another shape in another
+ * order, which is why a step's micro-batches are the same in every layout. */
+static void f32_follows_f64_and_sequences_are_independent(void **state)
 {
     (void)state;
+    int64_t n = 3, row = S.ctx * S.d;
+    double *pd[LM_N_PARAMS], *xd = rnd(n * row, 500, 1), *wd = rnd(n * row, 501, 1);
+    double *y[2], *dx[2], *dp[2][LM_N_PARAMS], *y1 = malloc((size_t)row * sizeof *y1), *dx1 = malloc((size_t)row * sizeof *dx1);
+    params(pd, 600);
     for (int f = 0; f < 2; f++) {
-        enum dtype dt = f ? DT_F64 : DT_F32;
-        size_t es = f ? 8 : 4;
-        int64_t n = 3, row = S.ctx * S.d;
-        double *pd[LM_N_PARAMS], *xd = rnd(n * row, 500, 1), *wd = rnd(n * row, 501, 1);
-        params(pd, 600);
-        void *p[LM_N_PARAMS], *dp[LM_N_PARAMS], *x = malloc((size_t)(n * row) * es),
-             *w = malloc((size_t)(n * row) * es);
-        for (int64_t e = 0; e < n * row; e++) {
-            if (f) ((double *)x)[e] = xd[e], ((double *)w)[e] = wd[e];
-            else ((float *)x)[e] = (float)xd[e], ((float *)w)[e] = (float)wd[e];
-        }
-        for (int k = 0; k < LM_N_PARAMS; k++) {
-            p[k] = malloc((size_t)numel(k) * es);
-            dp[k] = malloc((size_t)numel(k) * es);
-            for (int64_t i = 0; i < numel(k); i++) {
-                if (f) ((double *)p[k])[i] = pd[k][i];
-                else ((float *)p[k])[i] = (float)pd[k][i];
-            }
-        }
-        void *y3 = malloc((size_t)(n * row) * es), *y1 = malloc((size_t)row * es);
-        void *dx3 = malloc((size_t)(n * row) * es), *dx1 = malloc((size_t)row * es);
-        void *t3 = malloc((size_t)lm_tape_numel(&S, n) * es), *t1 = malloc((size_t)lm_tape_numel(&S, 1) * es);
-        void *s3 = malloc((size_t)lm_scratch_numel(&S, n) * es);
-        lm_block_forward(dt, &S, n, x, (const void *const *)p, y3, t3);
-        lm_block_backward(dt, &S, n, (const void *const *)p, t3, w, dp, false, dx3, s3);
-        /* the middle sequence alone */
-        lm_block_forward(dt, &S, 1, (char *)x + (size_t)row * es, (const void *const *)p, y1, t1);
-        lm_block_backward(dt, &S, 1, (const void *const *)p, t1, (char *)w + (size_t)row * es, dp, false, dx1, s3);
-        double a[4][40]; /* y alone, y batched, dx alone, dx batched */
-        assert_true(row <= 40);
-        for (int64_t e = 0; e < row; e++) {
-            a[0][e] = f ? ((double *)y1)[e] : ((float *)y1)[e];
-            a[1][e] = f ? ((double *)y3)[row + e] : ((float *)y3)[row + e];
-            a[2][e] = f ? ((double *)dx1)[e] : ((float *)dx1)[e];
-            a[3][e] = f ? ((double *)dx3)[row + e] : ((float *)dx3)[row + e];
-        }
-        double tol = f ? 1e-13 : 1e-5;
-        assert_true(worst(a[0], a[1], row) <= tol);
-        assert_true(worst(a[2], a[3], row) <= tol);
-        for (int k = 0; k < LM_N_PARAMS; k++) free(p[k]), free(pd[k]), free(dp[k]);
-        free(xd), free(wd), free(x), free(w), free(y3), free(y1), free(dx3), free(dx1), free(t3), free(t1), free(s3);
+        y[f] = malloc((size_t)(n * row) * sizeof(double));
+        dx[f] = malloc((size_t)(n * row) * sizeof(double));
+        for (int k = 0; k < LM_N_PARAMS; k++) dp[f][k] = malloc((size_t)numel(k) * sizeof(double));
+        run(f ? DT_F64 : DT_F32, n, xd, wd, pd, y[f], dx[f], dp[f]);
     }
+    assert_true(worst(y[1], y[0], n * row) <= 1e-5);
+    assert_true(worst(dx[1], dx[0], n * row) <= 1e-4);
+    for (int k = 0; k < LM_N_PARAMS; k++)
+        if (worst(dp[1][k], dp[0][k], numel(k)) > 1e-4)
+            fail_msg("%s: f32 differs from f64 by %.3g", lm_param_name(k), worst(dp[1][k], dp[0][k], numel(k)));
+    for (int f = 0; f < 2; f++) { /* the middle sequence alone */
+        double *g[LM_N_PARAMS];
+        for (int k = 0; k < LM_N_PARAMS; k++) g[k] = malloc((size_t)numel(k) * sizeof(double));
+        run(f ? DT_F64 : DT_F32, 1, xd + row, wd + row, pd, y1, dx1, g);
+        double tol = f ? 1e-13 : 1e-5;
+        assert_true(worst(y1, y[f] + row, row) <= tol);
+        assert_true(worst(dx1, dx[f] + row, row) <= tol);
+        for (int k = 0; k < LM_N_PARAMS; k++) free(g[k]);
+    }
+    for (int f = 0; f < 2; f++) {
+        for (int k = 0; k < LM_N_PARAMS; k++) free(dp[f][k]);
+        free(y[f]), free(dx[f]);
+    }
+    for (int k = 0; k < LM_N_PARAMS; k++) free(pd[k]);
+    free(xd), free(wd), free(y1), free(dx1);
+}
+
+static void shapes_checked(void **state)
+{
+    (void)state;
+    assert_true(lm_shape_ok(&S));
+    const struct lm_shape bad[] = {{0, 8, 2, 12}, {5, 0, 1, 12}, {5, 8, 0, 12}, {5, 8, 3, 12}, {5, 8, 2, 0},
+                                   {1 << 16, 8, 2, 12}, {5, 1 << 15, 1, 12}, {5, 1 << 16, 1, 1 << 16}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        if (lm_shape_ok(&bad[i])) fail_msg("shape %zu taken", i);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(forward_is_the_definition),
         cmocka_unit_test(gradients_match_finite_differences),
+        cmocka_unit_test(f32_follows_f64_and_sequences_are_independent),
         cmocka_unit_test(attention_is_causal),
-        cmocka_unit_test(sequences_are_independent),
+        cmocka_unit_test(shapes_checked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,6 +2,7 @@
 #include "cairn/lm.h"
 
 #include <cblas.h>
+#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -36,6 +37,13 @@
 #define NAME_ITEM(e, name) name,
 static const char *const names[] = {CAIRN_LM_PARAMS(NAME_ITEM)};
 
+bool lm_shape_ok(const struct lm_shape *s)
+{
+    if (s->ctx < 1 || s->d < 1 || s->heads < 1 || s->mlp < 1 || s->d % s->heads) return false;
+    /* a sequence's attention scores, and a matrix's elements */
+    return s->ctx <= INT_MAX / s->ctx && s->d <= INT_MAX / (3 * s->d) && s->d <= INT_MAX / s->mlp;
+}
+
 const char *lm_param_name(int k) { return k >= 0 && k < LM_N_PARAMS ? names[k] : "?"; }
 
 void lm_param_shape(const struct lm_shape *s, int k, int64_t *rows, int64_t *cols)
@@ -56,7 +64,7 @@ void lm_param_shape(const struct lm_shape *s, int k, int64_t *rows, int64_t *col
 int64_t lm_tape_numel(const struct lm_shape *s, int64_t n)
 {
     int64_t R = n * s->ctx;
-    return R * (9 * s->d + 2 + 2 * s->mlp) + n * s->heads * s->ctx * s->ctx;
+    return R * (8 * s->d + 2 + 2 * s->mlp) + n * s->heads * s->ctx * s->ctx;
 }
 
 int64_t lm_scratch_numel(const struct lm_shape *s, int64_t n)

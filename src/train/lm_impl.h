@@ -20,7 +20,7 @@ static void F(gemm)(bool ta, bool tb, int64_t m, int64_t n, int64_t k, REAL alph
 
 /* The tape's parts, for n sequences. */
 struct F(tape) {
-    REAL *xhat1, *xn1, *rstd1, *qkv, *P, *a, *h, *xhat2, *xn2, *rstd2, *u, *gl;
+    REAL *xhat1, *xn1, *rstd1, *qkv, *P, *a, *xhat2, *xn2, *rstd2, *u, *gl;
 };
 
 static struct F(tape) F(tape_parts)(const struct lm_shape *s, int64_t n, REAL *t)
@@ -33,7 +33,6 @@ static struct F(tape) F(tape_parts)(const struct lm_shape *s, int64_t n, REAL *t
     p.qkv = t, t += R * 3 * d;
     p.P = t, t += n * s->heads * s->ctx * s->ctx;
     p.a = t, t += R * d;
-    p.h = t, t += R * d;
     p.xhat2 = t, t += R * d;
     p.xn2 = t, t += R * d;
     p.rstd2 = t, t += R;
@@ -168,12 +167,12 @@ static void F(block_forward)(const struct lm_shape *s, int64_t n, const REAL *x,
     F(affine)(R, d, 3 * d, t.xn1, p[LM_QKV_W], p[LM_QKV_B], t.qkv, false);
     for (int64_t i = 0; i < n; i++)
         F(attend)(s, t.qkv + i * c * 3 * d, t.P + i * s->heads * c * c, t.a + i * c * d);
-    memcpy(t.h, x, (size_t)(R * d) * sizeof(REAL));
-    F(affine)(R, d, d, t.a, p[LM_PROJ_W], p[LM_PROJ_B], t.h, true);
-    F(ln_forward)(R, d, t.h, p[LM_LN2_G], p[LM_LN2_B], t.xhat2, t.rstd2, t.xn2);
+    /* h, the attention's residual, is built in y (the backward needs only LN2's tape of it) */
+    if (y != x) memcpy(y, x, (size_t)(R * d) * sizeof(REAL));
+    F(affine)(R, d, d, t.a, p[LM_PROJ_W], p[LM_PROJ_B], y, true);
+    F(ln_forward)(R, d, y, p[LM_LN2_G], p[LM_LN2_B], t.xhat2, t.rstd2, t.xn2);
     F(affine)(R, d, m, t.xn2, p[LM_FC_W], p[LM_FC_B], t.u, false);
     for (int64_t e = 0; e < R * m; e++) t.gl[e] = F(gelu)(t.u[e]);
-    memcpy(y, t.h, (size_t)(R * d) * sizeof(REAL));
     F(affine)(R, m, d, t.gl, p[LM_OUT_W], p[LM_OUT_B], y, true);
 }
 
