@@ -382,7 +382,7 @@ int trainer_epoch_stats(struct trainer *t, int64_t *samples, double *pipe_second
     int rc = 0;
     /* one collective, and a waiting one that sleeps (coll.c): the ranks
      * come to it as their epochs end, shards long before stages */
-    int64_t v[3] = {t->role == ROLE_PS ? (int64_t)ps_bytes(t) : 0, (int64_t)(t->pipe_seconds * 1e6), t->samples};
+    int64_t v[3] = {t->role == ROLE_PS ? llround(ps_bytes(t)) : 0, llround(t->pipe_seconds * 1e6), t->samples};
     CAIRN_CHECK(coll_allreduce(MPI_IN_PLACE, v, 3, MPI_INT64_T, MPI_MAX, t->rt->layout->world));
     *shard_bytes = (double)v[0];
     *pipe_seconds = (double)v[1] / 1e6;
