@@ -48,6 +48,7 @@ static void reference(const double *x, double **p, double *y)
 {
     enum { C = 5, D = 8, M = 12 };
     int64_t dh = S.d / S.heads;
+    assert_true(S.ctx == C && S.d == D && S.mlp == M); /* the arrays' sizes */
     double xn[C][D], qkv[C][3 * D], a[C][D], h[C][D];
     for (int64_t i = 0; i < C; i++) {
         layer_norm(x + i * D, p[LM_LN1_G], p[LM_LN1_B], xn[i]);
@@ -176,6 +177,11 @@ static void gradients_match_finite_differences(void **state)
             if (fabs(again[k][i] - 2 * dp[k][i]) > 1e-12 * (1 + fabs(dp[k][i])))
                 fail_msg("%s[%lld]: accumulated %.17g, want twice %.17g", lm_param_name(k), (long long)i,
                          again[k][i], dp[k][i]);
+    /* no sequences: every gradient is zero, not left as it was */
+    lm_block_backward(DT_F64, &S, 0, (const void *const *)p, tape, w, (void *const *)again, false, NULL, scratch);
+    for (int k = 0; k < LM_N_PARAMS; k++)
+        for (int64_t i = 0; i < numel(k); i++)
+            if (again[k][i] != 0) fail_msg("%s[%lld]: %g after no sequences", lm_param_name(k), (long long)i, again[k][i]);
     for (int k = 0; k < LM_N_PARAMS; k++) free(p[k]), free(dp[k]), free(again[k]);
     free(x), free(w), free(y), free(dx), free(tape), free(scratch);
 }

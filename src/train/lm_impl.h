@@ -8,12 +8,7 @@
 static void F(gemm)(bool ta, bool tb, int64_t m, int64_t n, int64_t k, REAL alpha, const REAL *a,
                     int64_t lda, const REAL *b, int64_t ldb, REAL beta, REAL *c, int64_t ldc)
 {
-    if (m == 0 || n == 0) return;
-    if (k == 0) { /* BLAS leaves beta * C to us then */
-        for (int64_t i = 0; i < m; i++)
-            for (int64_t j = 0; j < n; j++) c[i * ldc + j] = beta == 0 ? 0 : beta * c[i * ldc + j];
-        return;
-    }
+    if (m == 0 || n == 0) return; /* k = 0 (no sequences): BLAS sets C = beta C */
     GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m,
          (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
 }
