@@ -12,15 +12,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-enum { STOPPED_MS = 2500 }; /* the stop: longer than the 1 s timeout */
+/* The watchdog's timeout, and the stop: longer.  The child has the
+ * timeout less 0.2 s to run after each continue or progress, so a loaded
+ * machine (the sanitized build beside three other tests) does not end it. */
+enum { TIMEOUT_S = 2, STOPPED_MS = 3500 };
 
-/* The child: a watchdog of 1 s, a stop, then (if progress) a second of
- * progress every 0.2 s and exit 0, else no progress for ever.  It reports
- * on fd out: how far clock_run and clock_now moved across the stop (ms). */
+/* The child: a watchdog of TIMEOUT_S, a stop, then (if progress) a second
+ * of progress every 0.2 s and exit 0, else no progress for ever.  It
+ * reports on fd out: how far clock_run and clock_now moved across the
+ * stop (ms). */
 static _Noreturn void child(int out, bool progress)
 {
     struct watchdog *w = NULL;
-    if (watchdog_start(1.0, 60, "unit", NULL, NULL, &w)) _exit(10);
+    if (watchdog_start(TIMEOUT_S, 60, "unit", NULL, NULL, &w)) _exit(10);
     long stops = clock_stops();
     double run = clock_run(), now = clock_now();
     raise(SIGSTOP);
@@ -40,7 +44,8 @@ static _Noreturn void child(int out, bool progress)
 }
 
 /* Fork the child, wait for its stop, continue it after STOPPED_MS; its
- * exit status, what it reported, and the seconds from the continue to its
+ * exit status, what it reported (required with progress: without, the
+ * watchdog may end it first), and the seconds from the continue to its
  * end. */
 static int stop_and_continue(bool progress, int moved[3], double *after)
 {
@@ -59,14 +64,15 @@ static int stop_and_continue(bool progress, int moved[3], double *after)
     clock_sleep(STOPPED_MS / 1000.0);
     double t = clock_now();
     kill(pid, SIGCONT);
-    assert_int_equal(read(fd[0], moved, 3 * sizeof *moved), (ssize_t)(3 * sizeof *moved));
+    ssize_t got = read(fd[0], moved, 3 * sizeof *moved);
+    if (progress) assert_int_equal(got, (ssize_t)(3 * sizeof *moved));
     assert_int_equal(waitpid(pid, &st, 0), pid);
     *after = clock_now() - t;
     close(fd[0]);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* Stopped for 2.5 s, a 1 s watchdog lets the child go on. */
+/* Stopped for longer than its timeout, the watchdog lets the child go on. */
 static void stop_is_no_idleness(void **state)
 {
     (void)state;
@@ -86,7 +92,7 @@ static void still_watched_after(void **state)
     int moved[3];
     double after = 0;
     assert_int_equal(stop_and_continue(false, moved, &after), 3);
-    assert_true(after >= 0.9);
+    assert_true(after >= TIMEOUT_S - 0.1);
 }
 
 int main(void)
