@@ -4,22 +4,28 @@
 #define CAIRN_MODEL_H
 
 #include "cairn/tensor.h"
+#include "cairn/train_spec.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
-struct train_spec;
 
-/* Parameter k: layer k/2's W [inputs, units] (even k) or b [units] (odd). */
-/* The names of parameter k (2l: layer l's W, 2l+1: its b): its blob,
- * "L<l>.W" or "L<l>.b", with suffix appended (".m", ".v": optimizer
- * state), and its dataset in a gradients file, "grads/L<l>/W". */
-void model_param_name(int k, const char *suffix, char *out, size_t size);
-void model_grad_name(int k, char *out, size_t size);
+/* The model's parameters are one flat list: layer l holds parameters
+ * t->param0[l] .. t->param0[l+1]-1 (a dense layer: W [inputs, units], then
+ * b [units]), and the embedding tables follow, k = t->n_params + e. */
+enum { MODEL_MAX_PARAMS = 1024, MODEL_LAYER_MAX_PARAMS = 16 }; /* config checks the first */
+int model_layer_params(enum layer_kind kind); /* how many a layer of this kind has */
+int model_param_layer(const struct train_spec *t, int k);
+int model_param_ndim(const struct train_spec *t, int k); /* 1: a vector, 2: a matrix */
+int64_t model_param_rows(const struct train_spec *t, int k);
+int64_t model_param_cols(const struct train_spec *t, int k); /* 1 for a vector */
+/* Parameter k's blob, "L<l>.W" or "L<l>.b", with suffix appended (".m",
+ * ".v": optimizer state), and its dataset in a gradients file,
+ * "grads/L<l>/W". */
+void model_param_name(const struct train_spec *t, int k, const char *suffix, char *out, size_t size);
+void model_grad_name(const struct train_spec *t, int k, char *out, size_t size);
 /* grads/embeddings/<table>/<what>: a table's touched rows' gradient. */
 void model_table_grad_name(const char *table, const char *what, char *out, size_t size);
-int64_t model_param_rows(const struct train_spec *t, int k);
-int64_t model_param_cols(const struct train_spec *t, int k);
 /* Rows [lo, lo + v's rows) of parameter k's initial value into v (already
  * shaped): Glorot-uniform weights keyed by (seed, k, element), zero biases. */
 void model_init_param(const struct train_spec *t, uint64_t seed, int k, int64_t lo,

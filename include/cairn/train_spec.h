@@ -33,7 +33,11 @@ struct embed_spec {
     int line;
 };
 
+/* A layer is a pipeline unit: stages hold whole layers, and its
+ * parameters are a run of the model's flat parameter list (model.h). */
+enum layer_kind { LAYER_DENSE };
 struct layer_spec {
+    enum layer_kind kind;
     int64_t units;
     enum act act;
 };
@@ -52,6 +56,10 @@ struct train_spec {
     int64_t width0; /* the first layer's inputs: dense features, then each table's dim */
     struct layer_spec *layers;
     int n_layers;
+    /* the dense parameters, k = 0 .. n_params-1 (tables are numbered after
+     * them): layer l holds k = param0[l] .. param0[l+1]-1 */
+    int n_params;
+    int *param0;
     enum loss loss;
     enum dtype dtype;
     int64_t rank_memory_mb; /* the most model state one rank may hold; 0: no cap */

@@ -3,6 +3,7 @@
  * of the config module: every key is read and checked here once. */
 #include "cairn/arena.h"
 #include "cairn/job.h"
+#include "cairn/model.h"
 #include "cairn/train_spec.h"
 #include "job/config_priv.h"
 
@@ -27,6 +28,8 @@ static int cfg_choice(struct cfg *c, const config_setting_t *g, const char *key,
     return dflt;
 }
 
+_Static_assert(2 * NN_MAX_LAYERS <= MODEL_MAX_PARAMS, "a model's parameters beyond the PS's tags");
+
 static void parse_layers(struct cfg *c, const config_setting_t *m, struct train_spec *t)
 {
     const config_setting_t *ls = config_setting_get_member(m, "layers");
@@ -46,6 +49,7 @@ static void parse_layers(struct cfg *c, const config_setting_t *m, struct train_
     static const char *const keys[] = {"units", "activation", NULL};
     t->n_layers = config_setting_length(ls);
     t->layers = arena_alloc(c->a, (size_t)t->n_layers * sizeof *t->layers);
+    t->param0 = arena_alloc(c->a, (size_t)(t->n_layers + 1) * sizeof *t->param0);
     for (int i = 0; i < t->n_layers; i++) {
         const config_setting_t *l = config_setting_get_elem(ls, (unsigned)i);
         if (config_setting_type(l) != CONFIG_TYPE_GROUP) {
@@ -53,6 +57,7 @@ static void parse_layers(struct cfg *c, const config_setting_t *m, struct train_
             continue;
         }
         cfg_keys(c, l, "a layer", keys);
+        t->layers[i].kind = LAYER_DENSE;
         t->layers[i].units = cfg_int(c, l, "units", true, 1, 1, 1 << 24);
         t->layers[i].act = (enum act)cfg_choice(c, l, "activation", act_names, ACT_IDENTITY, "activation");
         int64_t in = i ? t->layers[i - 1].units : t->width0, w = in * t->layers[i].units;
@@ -62,6 +67,8 @@ static void parse_layers(struct cfg *c, const config_setting_t *m, struct train_
                           "use narrower layers",
                     i, (long long)in, (long long)t->layers[i].units, (long long)w, INT_MAX);
     }
+    for (int i = 0; i < t->n_layers; i++) t->param0[i + 1] = t->param0[i] + model_layer_params(t->layers[i].kind);
+    t->n_params = t->param0[t->n_layers];
 }
 
 /* Activations cross between stages as one message per micro-batch and

@@ -73,7 +73,7 @@ int dl_create(struct trainer *t)
 {
     if (t->dl == MPI_COMM_NULL) return 0;
     int rc = 0, big = 0, P = t->tp->shards;
-    for (int k = 0; k < 2 * t->tp->n_layers; k++)
+    for (int k = 0; k < n_params(t); k++)
         if (param_rows(t, k) * param_cols(t, k) > param_rows(t, big) * param_cols(t, big)) big = k;
     int64_t lo = 0, hi = 0, rows = param_rows(t, big), cols = param_cols(t, big);
     bool root = t->rt->layout->rank == 0;
@@ -100,7 +100,7 @@ cleanup:
  * transfer runs second finds the shards' data in cache. */
 static int gatherv_same_bytes(struct trainer *t, struct op_call *c, double *seconds)
 {
-    int rc = 0, size = 0, me = 0, K = 2 * t->tp->n_layers;
+    int rc = 0, size = 0, me = 0, K = n_params(t);
     int *counts = NULL, *displs = NULL, mine = 0;
     int64_t all = 0;
     char *send = NULL, *recv = NULL;
@@ -147,13 +147,13 @@ cleanup:
 int train_op_download(struct op_call *c)
 {
     struct trainer *t = c->state;
-    int rc = 0, K = 2 * t->tp->n_layers; /* the dense parameters: tables stream at the exit */
+    int rc = 0, K = n_params(t); /* the dense parameters: tables stream at the exit */
     bool ps = t->role == ROLE_PS, root = c->ctx->rt->layout->rank == 0;
     double t0 = 0, bytes = 0, gatherv = 0;
     int *counts = NULL, *displs = NULL;
     for (int k = 0; !ps && k < K; k++) { /* the results, in memory before the clock starts */
         struct tensor *out = &c->out[k]->t;
-        bool vec = k % 2;
+        bool vec = model_param_ndim(t->spec, k) == 1;
         struct shape s = {.ndim = vec ? 1 : 2, .d = {root ? param_rows(t, k) : 0, param_cols(t, k)}};
         CAIRN_CHECK(tensor_resize(out, t->dt, &s));
         if (tensor_bytes(out)) memset(out->data, 0, tensor_bytes(out)); /* empty off trainer 0 */
@@ -313,8 +313,8 @@ static int write_layers(struct trainer *t, struct op_call *c, hid_t f)
         g = h5_create_group(layers, name);
         CAIRN_CHECK_H5(g);
         CAIRN_CHECK(h5_attr_put_str(g, "activation", act_name(sp->layers[l].act)));
-        CAIRN_CHECK(h5_put_tensor(g, "W", &c->in[2 * l]->t));
-        CAIRN_CHECK(h5_put_tensor(g, "b", &c->in[2 * l + 1]->t));
+        CAIRN_CHECK(h5_put_tensor(g, "W", &c->in[sp->param0[l]]->t));
+        CAIRN_CHECK(h5_put_tensor(g, "b", &c->in[sp->param0[l] + 1]->t));
         herr_t closed = H5Gclose(g);
         g = H5I_INVALID_HID;
         CAIRN_CHECK_H5(closed);

@@ -19,17 +19,43 @@
 #include <stdlib.h>
 #include <string.h>
 
+int model_layer_params(enum layer_kind kind)
+{
+    switch (kind) {
+    case LAYER_DENSE: return 2;
+    }
+    return 0;
+}
+
+int model_param_layer(const struct train_spec *t, int k)
+{
+    int l = 0;
+    while (l + 1 < t->n_layers && k >= t->param0[l + 1]) l++;
+    return l;
+}
+
+/* A dense layer's inputs. */
+static int64_t layer_in(const struct train_spec *t, int l) { return l ? t->layers[l - 1].units : t->width0; }
+
+int model_param_ndim(const struct train_spec *t, int k)
+{
+    if (k >= t->n_params) return 2;
+    int l = model_param_layer(t, k);
+    return k - t->param0[l] ? 1 : 2;
+}
+
 int64_t model_param_rows(const struct train_spec *t, int k)
 {
-    int l = k / 2;
-    if (k >= 2 * t->n_layers) return t->tables[k - 2 * t->n_layers].rows;
-    return k % 2 ? t->layers[l].units : (l ? t->layers[l - 1].units : t->width0);
+    if (k >= t->n_params) return t->tables[k - t->n_params].rows;
+    int l = model_param_layer(t, k);
+    return k - t->param0[l] ? t->layers[l].units : layer_in(t, l);
 }
 
 int64_t model_param_cols(const struct train_spec *t, int k)
 {
-    if (k >= 2 * t->n_layers) return t->tables[k - 2 * t->n_layers].dim;
-    return k % 2 ? 1 : t->layers[k / 2].units;
+    if (k >= t->n_params) return t->tables[k - t->n_params].dim;
+    int l = model_param_layer(t, k);
+    return k - t->param0[l] ? 1 : t->layers[l].units;
 }
 
 /* A table's rows at positions lo ..: row i's values are uniform in
@@ -51,11 +77,11 @@ void model_init_param(const struct train_spec *t, uint64_t seed, int k, int64_t 
                       struct tensor *v)
 {
     tensor_fill(v, 0);
-    if (k >= 2 * t->n_layers) {
-        init_table(t, seed, k - 2 * t->n_layers, lo, v);
+    if (k >= t->n_params) {
+        init_table(t, seed, k - t->n_params, lo, v);
         return;
     }
-    if (k % 2) return;
+    if (model_param_ndim(t, k) == 1) return; /* biases start at zero */
     int64_t cols = model_param_cols(t, k);
     double limit = sqrt(6.0 / (double)(model_param_rows(t, k) + cols));
     for (int64_t e = 0, n = tensor_numel(v); e < n; e++) {
@@ -64,14 +90,20 @@ void model_init_param(const struct train_spec *t, uint64_t seed, int k, int64_t 
     }
 }
 
-void model_param_name(int k, const char *suffix, char *out, size_t size)
+/* Parameter k's name within its layer. */
+static const char *local_name(const struct train_spec *t, int k)
 {
-    snprintf(out, size, "L%d.%s%s", k / 2, k % 2 ? "b" : "W", suffix);
+    return model_param_ndim(t, k) == 1 ? "b" : "W";
 }
 
-void model_grad_name(int k, char *out, size_t size)
+void model_param_name(const struct train_spec *t, int k, const char *suffix, char *out, size_t size)
 {
-    snprintf(out, size, "grads/L%d/%s", k / 2, k % 2 ? "b" : "W");
+    snprintf(out, size, "L%d.%s%s", model_param_layer(t, k), local_name(t, k), suffix);
+}
+
+void model_grad_name(const struct train_spec *t, int k, char *out, size_t size)
+{
+    snprintf(out, size, "grads/L%d/%s", model_param_layer(t, k), local_name(t, k));
 }
 
 void model_table_grad_name(const char *table, const char *what, char *out, size_t size)
@@ -99,33 +131,37 @@ struct ref_table {
 
 struct ref {
     const struct train_spec *t;
-    int L;
-    struct tensor *W, *b, *dW, *db, *a; /* a[0] = input, a[l+1] = layer l's output */
+    int L, K;                      /* layers, parameters */
+    struct tensor *w, *dw, *a;     /* a[0] = input, a[l+1] = layer l's output */
     struct tensor g[2];
     struct ref_table *tab;
 };
 
+/* Parameter k's shape, as the checkpoint holds it. */
+static struct shape param_shape(const struct train_spec *t, int k)
+{
+    struct shape s = {.ndim = model_param_ndim(t, k), .d = {model_param_rows(t, k)}};
+    if (s.ndim == 2) s.d[1] = model_param_cols(t, k);
+    return s;
+}
+
 static int ref_params(struct ref *r, uint64_t seed)
 {
     int rc = 0;
-    for (int l = 0; l < r->L; l++) {
-        struct shape w = {.ndim = 2, .d = {model_param_rows(r->t, 2 * l), model_param_cols(r->t, 2 * l)}};
-        struct shape v = {.ndim = 1, .d = {r->t->layers[l].units}};
-        CAIRN_CHECK(tensor_resize(&r->W[l], r->t->dtype, &w));
-        CAIRN_CHECK(tensor_resize(&r->dW[l], r->t->dtype, &w));
-        CAIRN_CHECK(tensor_resize(&r->b[l], r->t->dtype, &v));
-        CAIRN_CHECK(tensor_resize(&r->db[l], r->t->dtype, &v));
-        model_init_param(r->t, seed, 2 * l, 0, &r->W[l]);
-        model_init_param(r->t, seed, 2 * l + 1, 0, &r->b[l]);
+    for (int k = 0; k < r->K; k++) {
+        struct shape s = param_shape(r->t, k);
+        CAIRN_CHECK(tensor_resize(&r->w[k], r->t->dtype, &s));
+        CAIRN_CHECK(tensor_resize(&r->dw[k], r->t->dtype, &s));
+        model_init_param(r->t, seed, k, 0, &r->w[k]);
     }
 cleanup:
     return rc;
 }
 
 /* Forward, loss and backward of rows [lo, hi) of x/y; the gradients go to
- * dW and db (by layer, overwritten). */
+ * dw (by parameter, overwritten). */
 static int ref_micro(struct ref *r, const struct tensor *x, const struct tensor *y, int64_t i, int64_t lo,
-                     int64_t hi, int64_t batch, int64_t k_targets, struct tensor *dW, struct tensor *db)
+                     int64_t hi, int64_t batch, int64_t k_targets, struct tensor *dw)
 {
     int rc = 0;
     const struct train_spec *t = r->t;
@@ -137,8 +173,9 @@ static int ref_micro(struct ref *r, const struct tensor *x, const struct tensor 
     for (int l = 0; l < r->L; l++) {
         struct shape s = {.ndim = 2, .d = {n, t->layers[l].units}};
         CAIRN_CHECK(tensor_resize(&r->a[l + 1], t->dtype, &s));
-        nn_forward(t->dtype, n, model_param_rows(t, 2 * l), t->layers[l].units, r->a[l].data,
-                   r->W[l].data, r->b[l].data, t->layers[l].act, r->a[l + 1].data);
+        int k = t->param0[l];
+        nn_forward(t->dtype, n, model_param_rows(t, k), t->layers[l].units, r->a[l].data,
+                   r->w[k].data, r->w[k + 1].data, t->layers[l].act, r->a[l + 1].data);
     }
     struct shape gs = {.ndim = 2, .d = {n, k}};
     CAIRN_CHECK(tensor_resize(&r->g[r->L % 2], t->dtype, &gs));
@@ -146,14 +183,15 @@ static int ref_micro(struct ref *r, const struct tensor *x, const struct tensor 
     const void *targets = k_targets ? (char *)y->data + (size_t)(lo * k) * esz : NULL;
     nn_loss(t->dtype, t->loss, n, k, r->a[r->L].data, labels, targets, batch, r->g[r->L % 2].data, &correct);
     for (int l = r->L - 1; l >= 0; l--) {
+        int q = t->param0[l];
         struct tensor *dx = l || t->n_tables ? &r->g[l % 2] : NULL; /* tables need layer 0's */
         if (dx) {
-            struct shape s = {.ndim = 2, .d = {n, model_param_rows(t, 2 * l)}};
+            struct shape s = {.ndim = 2, .d = {n, model_param_rows(t, q)}};
             CAIRN_CHECK(tensor_resize(dx, t->dtype, &s));
         }
-        nn_backward(t->dtype, n, model_param_rows(t, 2 * l), t->layers[l].units, r->a[l].data,
-                    r->W[l].data, r->a[l + 1].data, t->layers[l].act, r->g[(l + 1) % 2].data,
-                    dW[l].data, db[l].data, dx ? dx->data : NULL, false);
+        nn_backward(t->dtype, n, model_param_rows(t, q), t->layers[l].units, r->a[l].data,
+                    r->w[q].data, r->a[l + 1].data, t->layers[l].act, r->g[(l + 1) % 2].data,
+                    dw[q].data, dw[q + 1].data, dx ? dx->data : NULL, false);
     }
     for (int e = 0, col = (int)t->inputs; e < t->n_tables; col += (int)t->tables[e++].dim) {
         struct ref_table *x = &r->tab[e];
@@ -166,32 +204,24 @@ cleanup:
 }
 
 /* The gradients of micro-batches [lo, hi) of a batch of rows, summed over
- * the bisection tree the pipeline uses (pipeline.c): into dW and db; tmp
- * holds a set of L per tree level below. */
+ * the bisection tree the pipeline uses (pipeline.c): into dw; tmp holds a
+ * set of K per tree level below. */
 static int ref_tree(struct ref *r, const struct tensor *x, const struct tensor *y, int64_t lo, int64_t hi,
-                    int64_t rows, int64_t batch, int64_t k_targets, struct tensor *dW, struct tensor *db,
-                    struct tensor *tmp)
+                    int64_t rows, int64_t batch, int64_t k_targets, struct tensor *dw, struct tensor *tmp)
 {
-    int rc = 0, L = r->L;
+    int rc = 0, K = r->K;
     if (hi - lo == 1) {
         int64_t a, z;
         part_range(rows, r->t->chunks, lo, &a, &z);
-        if (z > a) return ref_micro(r, x, y, lo, a, z, batch, k_targets, dW, db);
-        for (int l = 0; l < L; l++) tensor_fill(&dW[l], 0), tensor_fill(&db[l], 0);
+        if (z > a) return ref_micro(r, x, y, lo, a, z, batch, k_targets, dw);
+        for (int k = 0; k < K; k++) tensor_fill(&dw[k], 0);
         return 0;
     }
     int64_t mid = bisect_mid(lo, hi); /* the pipeline's tree */
-    struct tensor *tW = tmp, *tb = tmp + L;
-    for (int l = 0; l < L; l++) {
-        CAIRN_CHECK(tensor_resize(&tW[l], dW[l].dtype, &dW[l].shape));
-        CAIRN_CHECK(tensor_resize(&tb[l], db[l].dtype, &db[l].shape));
-    }
-    CAIRN_CHECK(ref_tree(r, x, y, lo, mid, rows, batch, k_targets, dW, db, tmp + 2 * L));
-    CAIRN_CHECK(ref_tree(r, x, y, mid, hi, rows, batch, k_targets, tW, tb, tmp + 2 * L));
-    for (int l = 0; l < L; l++) {
-        CAIRN_CHECK(tensor_add(&dW[l], &dW[l], &tW[l]));
-        CAIRN_CHECK(tensor_add(&db[l], &db[l], &tb[l]));
-    }
+    for (int k = 0; k < K; k++) CAIRN_CHECK(tensor_resize(&tmp[k], dw[k].dtype, &dw[k].shape));
+    CAIRN_CHECK(ref_tree(r, x, y, lo, mid, rows, batch, k_targets, dw, tmp + K));
+    CAIRN_CHECK(ref_tree(r, x, y, mid, hi, rows, batch, k_targets, tmp, tmp + K));
+    for (int k = 0; k < K; k++) CAIRN_CHECK(tensor_add(&dw[k], &dw[k], &tmp[k]));
 cleanup:
     return rc;
 }
@@ -218,7 +248,7 @@ static int ref_tables(struct ref *r, struct reader_cache *rd, uint64_t seed, con
         struct ref_table *tb = &r->tab[e];
         struct shape ws = {.ndim = 2, .d = {sp->rows, sp->dim}};
         CAIRN_CHECK(tensor_resize(&tb->w, t->dtype, &ws));
-        model_init_param(t, seed, 2 * r->L + e, 0, &tb->w);
+        model_init_param(t, seed, t->n_params + e, 0, &tb->w);
         rc = embed_ids_shape(rd, t->data_file, sp->ids, &N, &tb->k);
         if (rc == 0) rc = reader_gather(rd, t->data_file, sp->ids, idx, batch, DT_I64, &tb->ids);
         int64_t bad = rc ? -1 : embed_ids_first_bad(tb->ids.data, batch * tb->k, sp->rows);
@@ -287,10 +317,10 @@ static int ref_write(struct ref *r, const char *out)
     h5_quiet();
     CAIRN_CHECK(fsx_out_begin(&o, out, 0));
     CAIRN_CHECK(h5_create_file(o.tmp, H5P_DEFAULT, &f));
-    for (int k = 0; k < 2 * r->L; k++) {
+    for (int k = 0; k < r->K; k++) {
         char name[64];
-        model_grad_name(k, name, sizeof name);
-        CAIRN_CHECK(h5_put_tensor(f, name, k % 2 ? &r->db[k / 2] : &r->dW[k / 2]));
+        model_grad_name(r->t, k, name, sizeof name);
+        CAIRN_CHECK(h5_put_tensor(f, name, &r->dw[k]));
     }
     for (int e = 0; e < r->t->n_tables; e++) CAIRN_CHECK(ref_write_table(r, f, e));
 cleanup:
@@ -302,13 +332,11 @@ cleanup:
 
 static void ref_free(struct ref *r)
 {
-    for (int l = 0; l < r->L; l++) {
-        tensor_free(&r->W[l]);
-        tensor_free(&r->b[l]);
-        tensor_free(&r->dW[l]);
-        tensor_free(&r->db[l]);
+    for (int k = 0; r->w && k < r->K; k++) {
+        tensor_free(&r->w[k]);
+        tensor_free(&r->dw[k]);
     }
-    for (int l = 0; l <= r->L; l++) tensor_free(&r->a[l]);
+    for (int l = 0; r->a && l <= r->L; l++) tensor_free(&r->a[l]);
     for (int e = 0; r->tab && e < r->t->n_tables; e++) {
         struct ref_table *x = &r->tab[e];
         tensor_free(&x->w);
@@ -322,17 +350,15 @@ static void ref_free(struct ref *r)
     free(r->tab);
     tensor_free(&r->g[0]);
     tensor_free(&r->g[1]);
-    free(r->W);
-    free(r->b);
-    free(r->dW);
-    free(r->db);
+    free(r->w);
+    free(r->dw);
     free(r->a);
 }
 
 int model_reference_grads(const struct train_spec *t, uint64_t seed, const char *out)
 {
-    int rc = 0, L = t->n_layers;
-    struct ref r = {.t = t, .L = L};
+    int rc = 0, L = t->n_layers, K = t->n_params;
+    struct ref r = {.t = t, .L = L, .K = K};
     struct reader_cache *rd = NULL;
     struct tensor x = {0}, y = {0};
     struct shape fs, ls;
@@ -340,13 +366,11 @@ int model_reference_grads(const struct train_spec *t, uint64_t seed, const char 
     int64_t *idx = NULL;
     struct tensor *tmp = NULL;
     int depth = 1; /* sets of partial sums the tree needs */
-    r.W = calloc((size_t)L, sizeof *r.W);
-    r.b = calloc((size_t)L, sizeof *r.b);
-    r.dW = calloc((size_t)L, sizeof *r.dW);
-    r.db = calloc((size_t)L, sizeof *r.db);
+    r.w = calloc((size_t)K, sizeof *r.w);
+    r.dw = calloc((size_t)K, sizeof *r.dw);
     r.a = calloc((size_t)L + 1, sizeof *r.a);
     r.tab = calloc((size_t)t->n_tables + 1, sizeof *r.tab);
-    CAIRN_CHECK_ALLOC(r.W && r.b && r.dW && r.db && r.a && r.tab ? r.a : NULL);
+    CAIRN_CHECK_ALLOC(r.w && r.dw && r.a && r.tab ? r.a : NULL);
     CAIRN_CHECK(ref_params(&r, seed));
     CAIRN_CHECK(reader_cache_create(&rd));
     CAIRN_CHECK(reader_shape(rd, t->data_file, t->features, &fs, &ft));
@@ -363,12 +387,12 @@ int model_reference_grads(const struct train_spec *t, uint64_t seed, const char 
     CAIRN_CHECK(reader_gather(rd, t->data_file, t->labels, idx, batch, k_targets ? t->dtype : DT_I32, &y));
     if (t->n_tables) CAIRN_CHECK(ref_tables(&r, rd, seed, idx, batch, &x));
     for (int64_t n = 1; n < t->chunks; n *= 2) depth++;
-    tmp = calloc((size_t)(2 * L * depth) + 1, sizeof *tmp);
+    tmp = calloc((size_t)(K * depth) + 1, sizeof *tmp);
     CAIRN_CHECK_ALLOC(tmp);
-    CAIRN_CHECK(ref_tree(&r, &x, &y, 0, t->chunks, batch, batch, k_targets, r.dW, r.db, tmp));
+    CAIRN_CHECK(ref_tree(&r, &x, &y, 0, t->chunks, batch, batch, k_targets, r.dw, tmp));
     CAIRN_CHECK(ref_write(&r, out));
 cleanup:
-    for (int i = 0; tmp && i < 2 * L * depth; i++) tensor_free(&tmp[i]);
+    for (int i = 0; tmp && i < K * depth; i++) tensor_free(&tmp[i]);
     free(tmp);
     ref_free(&r);
     reader_cache_destroy(&rd);

@@ -51,9 +51,9 @@ struct mb {
 /* The gradient tree: one layer's partial sums, a stack of nodes. */
 enum { GSUM_MAX = 64 }; /* > log2 of any M, + 1 */
 struct gsum {
-    int n;
+    int n, np;                          /* nodes; parameters of the layer */
     int64_t lo[GSUM_MAX], hi[GSUM_MAX]; /* node k covers micro-batches lo .. hi-1 */
-    struct tensor w[GSUM_MAX], b[GSUM_MAX]; /* node 0 is dW, db themselves */
+    struct tensor *v;                   /* node k's are v[k np ..]; node 0's are dw itself */
 };
 
 struct pipe_bufs {
@@ -91,6 +91,12 @@ int pipe_create(struct trainer *t)
         p->mb[i].act = calloc((size_t)L + 1, sizeof *p->mb[i].act);
         CAIRN_CHECK_ALLOC(p->mb[i].act);
     }
+    for (int j = 0; j < L; j++) {
+        struct gsum *g = &p->gs[j];
+        g->np = param_first(t, t->l0 + j + 1) - param_first(t, t->l0 + j);
+        g->v = calloc((size_t)(GSUM_MAX * g->np), sizeof *g->v);
+        CAIRN_CHECK_ALLOC(g->v);
+    }
 cleanup:
     return rc;
 }
@@ -113,11 +119,10 @@ void pipe_destroy(struct trainer *t)
         free(b->act);
     }
     for (int j = 0; p->scratch && j <= n_local(t); j++) tensor_free(&p->scratch[j]);
-    for (int j = 0; p->gs && j < n_local(t); j++)
-        for (int k = 0; k < GSUM_MAX; k++) {
-            tensor_free(&p->gs[j].w[k]);
-            tensor_free(&p->gs[j].b[k]);
-        }
+    for (int j = 0; p->gs && j < n_local(t); j++) {
+        for (int k = 0; p->gs[j].v && k < GSUM_MAX * p->gs[j].np; k++) tensor_free(&p->gs[j].v[k]);
+        free(p->gs[j].v);
+    }
     free(p->gs);
     free(t->mb_loss);
     t->mb_loss = NULL;
@@ -203,26 +208,28 @@ cleanup:
 
 /* ---- one layer, on one rank or on the stage's grid ---------------------------- */
 
+/* Layer j's parameters: the first of them (the stage's local ones follow). */
+static struct tensor *params(struct trainer *t, int j) { return &t->w[param_first(t, t->l0 + j)]; }
+
 static int layer_forward(struct trainer *t, int j, int64_t n, const void *x, void *y)
 {
-    int l = t->l0 + j;
-    enum act a = t->spec->layers[l].act;
+    enum act a = t->spec->layers[t->l0 + j].act;
+    struct tensor *w = params(t, j);
     if (grid_split(t))
-        return grid_forward(t, n, dim(t, j), dim(t, j + 1), x, t->W[l].data, t->b[l].data, a, y);
-    nn_forward(t->dt, n, dim(t, j), dim(t, j + 1), x, t->W[l].data, t->b[l].data, a, y);
+        return grid_forward(t, n, dim(t, j), dim(t, j + 1), x, w[0].data, w[1].data, a, y);
+    nn_forward(t->dt, n, dim(t, j), dim(t, j + 1), x, w[0].data, w[1].data, a, y);
     return 0;
 }
 
-/* One micro-batch's gradients of layer j, into dW and db (overwritten). */
+/* One micro-batch's gradients of layer j, into g (its parameters', overwritten). */
 static int layer_backward_params(struct trainer *t, int j, int64_t n, const void *x,
-                                 const void *y, void *dy, struct tensor *dW, struct tensor *db)
+                                 const void *y, void *dy, struct tensor **g)
 {
-    int l = t->l0 + j;
-    enum act a = t->spec->layers[l].act;
+    enum act a = t->spec->layers[t->l0 + j].act;
     if (grid_split(t))
-        return grid_backward_params(t, n, dim(t, j), dim(t, j + 1), x, y, a, dy, dW->data, db->data,
+        return grid_backward_params(t, n, dim(t, j), dim(t, j + 1), x, y, a, dy, g[0]->data, g[1]->data,
                                     false);
-    nn_backward_params(t->dt, n, dim(t, j), dim(t, j + 1), x, y, a, dy, dW->data, db->data, false);
+    nn_backward_params(t->dt, n, dim(t, j), dim(t, j + 1), x, y, a, dy, g[0]->data, g[1]->data, false);
     return 0;
 }
 
@@ -237,13 +244,11 @@ static int layer_backward_params(struct trainer *t, int j, int64_t n, const void
  * addition is one IEEE add of two fixed operands, so the step's gradient
  * is the same bits whatever R.  Skipped (empty) micro-batches are zeros. */
 
-static struct tensor *node_w(struct trainer *t, int j, int k)
+/* Node k's gradient of layer j's parameter q. */
+static struct tensor *node(struct trainer *t, int j, int k, int q)
 {
-    return k ? &t->bufs->gs[j].w[k] : &t->dW[t->l0 + j];
-}
-static struct tensor *node_b(struct trainer *t, int j, int k)
-{
-    return k ? &t->bufs->gs[j].b[k] : &t->db[t->l0 + j];
+    struct gsum *g = &t->bufs->gs[j];
+    return k ? &g->v[k * g->np + q] : &t->dw[param_first(t, t->l0 + j) + q];
 }
 
 static void tree_reset(struct trainer *t)
@@ -258,8 +263,8 @@ static int tree_fold(struct trainer *t, int j)
     struct gsum *g = &t->bufs->gs[j];
     while (g->n >= 2 && bisect_halves(t->mb_lo, t->mb_hi, g->lo[g->n - 2], g->hi[g->n - 2], g->hi[g->n - 1])) {
         int k = g->n - 1;
-        CAIRN_CHECK(tensor_add(node_w(t, j, k - 1), node_w(t, j, k - 1), node_w(t, j, k)));
-        CAIRN_CHECK(tensor_add(node_b(t, j, k - 1), node_b(t, j, k - 1), node_b(t, j, k)));
+        for (int q = 0; q < g->np; q++)
+            CAIRN_CHECK(tensor_add(node(t, j, k - 1, q), node(t, j, k - 1, q), node(t, j, k, q)));
         g->hi[k - 1] = g->hi[k];
         g->n--;
     }
@@ -268,9 +273,9 @@ cleanup:
 }
 
 /* The next node on layer j's stack, for micro-batch i (zero nodes for the
- * skipped ones before it are added first): *w and *b receive its
- * gradients, then tree_fold. */
-static int tree_leaf(struct trainer *t, int j, int64_t i, struct tensor **w, struct tensor **b)
+ * skipped ones before it are added first): w[q] receives its gradient of
+ * the layer's parameter q, then tree_fold. */
+static int tree_leaf(struct trainer *t, int j, int64_t i, struct tensor **w)
 {
     int rc = 0;
     struct gsum *g = &t->bufs->gs[j];
@@ -279,35 +284,32 @@ static int tree_leaf(struct trainer *t, int j, int64_t i, struct tensor **w, str
         if (g->n >= GSUM_MAX || next > i)
             return cairn_err_set(CAIRN_ERUNTIME, __FILE__, __LINE__, "gradient tree out of order");
         int k = g->n;
-        struct tensor *dw = &t->dW[t->l0 + j], *db = &t->db[t->l0 + j];
-        if (k && (node_w(t, j, k)->dtype != dw->dtype || !shape_eq(&node_w(t, j, k)->shape, &dw->shape)))
-            CAIRN_CHECK(tensor_resize(node_w(t, j, k), dw->dtype, &dw->shape));
-        if (k && (node_b(t, j, k)->dtype != db->dtype || !shape_eq(&node_b(t, j, k)->shape, &db->shape)))
-            CAIRN_CHECK(tensor_resize(node_b(t, j, k), db->dtype, &db->shape));
+        for (int q = 0; q < g->np; q++) {
+            struct tensor *d = node(t, j, 0, q), *x = node(t, j, k, q);
+            if (k && (x->dtype != d->dtype || !shape_eq(&x->shape, &d->shape)))
+                CAIRN_CHECK(tensor_resize(x, d->dtype, &d->shape));
+            w[q] = x;
+        }
         g->lo[k] = next;
         g->hi[k] = next + 1;
         g->n++;
-        *w = node_w(t, j, k);
-        *b = node_b(t, j, k);
         if (next == i) break;
-        tensor_fill(*w, 0); /* a skipped micro-batch */
-        tensor_fill(*b, 0);
+        for (int q = 0; q < g->np; q++) tensor_fill(w[q], 0); /* a skipped micro-batch */
         CAIRN_CHECK(tree_fold(t, j));
     }
 cleanup:
     return rc;
 }
 
-/* Layer j's sum over all the replica's micro-batches, into dW and db. */
+/* Layer j's sum over all the replica's micro-batches, into the parameters' gradients. */
 static int tree_close(struct trainer *t, int j)
 {
     int rc = 0;
     struct gsum *g = &t->bufs->gs[j];
-    struct tensor *w, *b;
+    struct tensor *w[MODEL_LAYER_MAX_PARAMS];
     if (g->n == 0 || g->hi[g->n - 1] < t->mb_hi) { /* zeros for the skipped ones at the end */
-        CAIRN_CHECK(tree_leaf(t, j, t->mb_hi - 1, &w, &b));
-        tensor_fill(w, 0);
-        tensor_fill(b, 0);
+        CAIRN_CHECK(tree_leaf(t, j, t->mb_hi - 1, w));
+        for (int q = 0; q < g->np; q++) tensor_fill(w[q], 0);
         CAIRN_CHECK(tree_fold(t, j));
     }
     if (g->n != 1 || g->lo[0] != t->mb_lo || g->hi[0] != t->mb_hi)
@@ -320,10 +322,9 @@ int pipe_grads_close(struct trainer *t, int l) { return tree_close(t, l - t->l0)
 
 static int layer_backward_input(struct trainer *t, int j, int64_t n, const void *dy, void *dx)
 {
-    int l = t->l0 + j;
-    if (grid_split(t))
-        return grid_backward_input(t, n, dim(t, j), dim(t, j + 1), t->W[l].data, dy, dx);
-    nn_backward_input(t->dt, n, dim(t, j), dim(t, j + 1), t->W[l].data, dy, dx);
+    const void *W = params(t, j)[0].data;
+    if (grid_split(t)) return grid_backward_input(t, n, dim(t, j), dim(t, j + 1), W, dy, dx);
+    nn_backward_input(t->dt, n, dim(t, j), dim(t, j + 1), W, dy, dx);
     return 0;
 }
 
@@ -451,9 +452,9 @@ static int do_backward(struct trainer *t, struct batch *bt, int i, bool last_of_
         if (j > 0) dx = &p->g[j % 2];
         else if (!t->first || t->spec->n_tables) dx = local(t, &b->gout, &b->lgout); /* tables: their rows' */
         if (dx) CAIRN_CHECK(shape2(dx, t->dt, n, grid_cols(t, dim(t, j))));
-        struct tensor *gw, *gb;
-        CAIRN_CHECK(tree_leaf(t, j, t->mb_lo + i, &gw, &gb));
-        CAIRN_CHECK(layer_backward_params(t, j, n, x->data, y->data, g->data, gw, gb));
+        struct tensor *gw[MODEL_LAYER_MAX_PARAMS];
+        CAIRN_CHECK(tree_leaf(t, j, t->mb_lo + i, gw));
+        CAIRN_CHECK(layer_backward_params(t, j, n, x->data, y->data, g->data, gw));
         CAIRN_CHECK(tree_fold(t, j));
         /* the reduction and the shards' update of this layer go on while
          * the input gradient is computed */

@@ -1,7 +1,7 @@
 /* The parameter server and its protocol with the trainers.
  *
- * Parameter k is layer k/2's W ([inputs, units]) for even k and its b
- * ([units]) for odd k.  PS shard p holds rows [p*B, (p+1)*B) of each, with
+ * Parameter k is model.h's: a matrix ([inputs, units], W) or a vector
+ * ([units], b) of one layer.  PS shard p holds rows [p*B, (p+1)*B) of each, with
  * B = ceil(rows / P) (block_range), plus its optimizer state.  A stage on
  * T ranks (grid.c) holds each W and b block-cyclically by units: each
  * member sends and receives only its own units of each shard's rows.
@@ -49,8 +49,12 @@
 
 /* ---- geometry ------------------------------------------------------------------ */
 
+int n_params(const struct trainer *t) { return t->spec->n_params; }
 int64_t param_rows(const struct trainer *t, int k) { return model_param_rows(t->spec, k); }
 int64_t param_cols(const struct trainer *t, int k) { return model_param_cols(t->spec, k); }
+int param_first(const struct trainer *t, int l) { return t->spec->param0[l]; }
+static bool is_vector(const struct trainer *t, int k) { return model_param_ndim(t->spec, k) == 1; }
+static int layer_of(const struct trainer *t, int k) { return model_param_layer(t->spec, k); }
 
 void param_block(const struct trainer *t, int k, int p, int64_t *lo, int64_t *hi)
 {
@@ -78,7 +82,7 @@ static int64_t member_span(const struct trainer *t, int k, int j, int64_t lo, in
                            int64_t *off)
 {
     int64_t nb = t->tp->block, T = t->tp->ranks_per_stage;
-    if (k % 2) {
+    if (is_vector(t, k)) {
         *off = cyclic_owned(lo, nb, T, j);
         return cyclic_owned(hi, nb, T, j) - *off;
     }
@@ -121,7 +125,7 @@ static int member_type(const struct trainer *t, int k, int j, int64_t lo, int64_
     if (member_span(t, k, j, lo, hi, &off) == 0) return 0;
     if (t->tp->ranks_per_stage == 1) {
         CAIRN_CHECK_MPI(MPI_Type_contiguous((int)((hi - lo) * cols), coll_type(t->dt), type));
-    } else if (k % 2) {
+    } else if (is_vector(t, k)) {
         CAIRN_CHECK(blocks_type(t, hi - lo, j, lo, type));
     } else {
         CAIRN_CHECK(blocks_type(t, cols, j, 0, &one_row));
@@ -164,7 +168,7 @@ struct reduction {
     bool busy;                /* started this step, not yet sent on */
 };
 
-static int root_of(const struct trainer *t, int k) { return (k / 2) % t->tp->replicas; }
+static int root_of(const struct trainer *t, int k) { return layer_of(t, k) % t->tp->replicas; }
 
 /* The replica that holds the sum of replicas [lo, lo + n) for root q. */
 static int holder(int lo, int n, int q) { return q >= lo && q < lo + n ? q : lo; }
@@ -186,7 +190,7 @@ static void plan_reduction(const struct trainer *t, int k, struct reduction *x)
 
 int ps_create(struct trainer *t)
 {
-    int rc = 0, K = 2 * t->tp->n_layers, P = t->tp->shards, R = t->tp->replicas;
+    int rc = 0, K = n_params(t), P = t->tp->shards, R = t->tp->replicas;
     /* a shard publishes to every replica's members; a member sends each
      * parameter's sum to the shards or to one replica */
     size_t n = t->role == ROLE_PS ? (size_t)K * R * t->tp->ranks_per_stage : (size_t)K * (P + 1);
@@ -205,7 +209,7 @@ cleanup:
 
 void ps_destroy(struct trainer *t)
 {
-    for (int k = 0; t->red && k < 2 * t->tp->n_layers; k++)
+    for (int k = 0; t->red && k < n_params(t); k++)
         for (int i = 0; i < LEVELS_MAX; i++) tensor_free(&t->red[k].buf[i]);
     free(t->red);
     free(t->pull_req);
@@ -224,8 +228,8 @@ int ps_pull(struct trainer *t)
     t->n_push = 0;
     if (!t->pending) return 0;
     CAIRN_CHECK(ps_pull_all(t)); /* one a step without samples did not need */
-    for (int k = 2 * t->l0; k < 2 * t->l1; k++) {
-        struct tensor *v = k % 2 ? &t->b[k / 2] : &t->W[k / 2];
+    for (int k = param_first(t, t->l0); k < param_first(t, t->l1); k++) {
+        struct tensor *v = &t->w[k];
         for (int p = 0; p < P; p++) {
             int64_t lo, hi, off, count;
             MPI_Request *q = &pull_of(t, k)[p];
@@ -244,7 +248,8 @@ cleanup:
 
 int ps_pull_layer(struct trainer *t, int l)
 {
-    return coll_wait(2 * t->tp->shards, pull_of(t, 2 * l));
+    int k = param_first(t, l);
+    return coll_wait((param_first(t, l + 1) - k) * t->tp->shards, pull_of(t, k));
 }
 
 int ps_pull_all(struct trainer *t)
@@ -255,13 +260,12 @@ cleanup:
     return rc;
 }
 
-static struct tensor *grad_of(struct trainer *t, int k) { return k % 2 ? &t->db[k / 2] : &t->dW[k / 2]; }
 
 /* The root: each shard gets its rows of parameter k's sum. */
 static int send_to_shards(struct trainer *t, int k)
 {
     int rc = 0;
-    struct tensor *g = grad_of(t, k);
+    struct tensor *g = &t->dw[k];
     for (int p = 0; p < t->tp->shards; p++) {
         int64_t lo, hi, off, count;
         param_block(t, k, p, &lo, &hi);
@@ -280,7 +284,7 @@ static int advance(struct trainer *t, int k)
 {
     int rc = 0;
     struct reduction *x = &t->red[k];
-    struct tensor *g = grad_of(t, k);
+    struct tensor *g = &t->dw[k];
     while (x->busy && x->next < x->n_from) {
         int done = 0;
         CAIRN_CHECK_MPI(MPI_Test(&x->req[x->next], &done, MPI_STATUS_IGNORE));
@@ -300,9 +304,9 @@ cleanup:
 int ps_push_layer(struct trainer *t, int l)
 {
     int rc = 0;
-    for (int k = 2 * l; k < 2 * l + 2; k++) {
+    for (int k = param_first(t, l); k < param_first(t, l + 1); k++) {
         struct reduction *x = &t->red[k];
-        struct tensor *g = grad_of(t, k);
+        struct tensor *g = &t->dw[k];
         for (int i = 0; i < x->n_from; i++) {
             if (x->buf[i].dtype != g->dtype || !shape_eq(&x->buf[i].shape, &g->shape))
                 CAIRN_CHECK(tensor_resize(&x->buf[i], g->dtype, &g->shape));
@@ -315,7 +319,8 @@ int ps_push_layer(struct trainer *t, int l)
         CAIRN_CHECK(advance(t, k));
     }
     t->pushed[l] = true;
-    for (int k = 2 * t->l0; k < 2 * t->l1; k++) CAIRN_CHECK(advance(t, k)); /* the layers pushed before */
+    for (int k = param_first(t, t->l0); k < param_first(t, t->l1); k++)
+        CAIRN_CHECK(advance(t, k)); /* the layers pushed before */
 cleanup:
     return rc;
 }
@@ -330,7 +335,7 @@ int ps_push_finish(struct trainer *t)
     }
     for (long spins = 0, was = -1; busy; spins++) {
         busy = 0;
-        for (int k = 2 * t->l0; k < 2 * t->l1; k++) {
+        for (int k = param_first(t, t->l0); k < param_first(t, t->l1); k++) {
             CAIRN_CHECK(advance(t, k));
             busy += t->red[k].busy + (t->red[k].busy ? t->red[k].n_from - t->red[k].next : 0);
         }
@@ -346,7 +351,6 @@ cleanup:
 
 /* ---- shard side ------------------------------------------------------------------ */
 
-static int n_params(const struct trainer *t) { return 2 * t->tp->n_layers; }
 /* Parameters and tables: the stride of ps_step's operand groups (trainplan.c). */
 static int n_state(const struct trainer *t) { return n_params(t) + t->spec->n_tables; }
 
@@ -354,7 +358,7 @@ static int n_state(const struct trainer *t) { return n_params(t) + t->spec->n_ta
  * each member its own. */
 static int publish_one(struct trainer *t, int k, const struct tensor *v)
 {
-    int rc = 0, s = stage_of_layer(t, k / 2);
+    int rc = 0, s = stage_of_layer(t, layer_of(t, k));
     int64_t lo, hi;
     MPI_Datatype type = MPI_DATATYPE_NULL;
     if (tensor_numel(v) == 0) return 0;
@@ -410,7 +414,7 @@ static int post_grads(struct trainer *t, MPI_Request *req, int *left)
             if (hi == lo) continue;
             CAIRN_CHECK(member_type(t, k, j, lo, hi, &type));
             if (type == MPI_DATATYPE_NULL) continue;
-            CAIRN_CHECK_MPI(MPI_Irecv(g->data, 1, type, stage_rank(t, root_of(t, k), stage_of_layer(t, k / 2), j),
+            CAIRN_CHECK_MPI(MPI_Irecv(g->data, 1, type, stage_rank(t, root_of(t, k), stage_of_layer(t, layer_of(t, k)), j),
                                       TAG_GRAD + k, t->train, q));
             MPI_Type_free(&type);
             left[k]++;
@@ -529,7 +533,7 @@ int trainer_quiesce(struct trainer *t)
             if (!params) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
             for (int k = 0; k < n_params(t); k++) {
                 char name[32];
-                model_param_name(k, "", name, sizeof name);
+                model_param_name(t->spec, k, "", name, sizeof name);
                 params[k] = workspace_find(ws, name);
             }
             rc = publish_all(t, params);
@@ -559,7 +563,7 @@ int train_op_ps_init(struct op_call *c)
         int k = i % K;
         int64_t lo, hi;
         param_block(t, k, t->shard, &lo, &hi);
-        struct shape s = {.ndim = k % 2 && k < n_params(t) ? 1 : 2, .d = {hi - lo, param_cols(t, k)}};
+        struct shape s = {.ndim = k < n_params(t) && is_vector(t, k) ? 1 : 2, .d = {hi - lo, param_cols(t, k)}};
         CAIRN_CHECK(tensor_resize(v, t->dt, &s)); /* zeros: the optimizer state */
         if (i < K) model_init_param(t->spec, seed, k, lo, v);
     }
@@ -592,8 +596,8 @@ static int dump_grads(struct trainer *t)
     for (int k = 0; k < K; k++) {
         char name[64];
         int64_t lo, hi;
-        struct shape gs = {k % 2 ? 1 : 2, {param_rows(t, k), param_cols(t, k)}};
-        model_grad_name(k, name, sizeof name);
+        struct shape gs = {is_vector(t, k) ? 1 : 2, {param_rows(t, k), param_cols(t, k)}};
+        model_grad_name(t->spec, k, name, sizeof name);
         param_block(t, k, t->shard, &lo, &hi);
         d = h5_create_dataset(f, name, t->dt, &gs, H5P_DEFAULT);
         CAIRN_CHECK_H5(d);

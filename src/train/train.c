@@ -228,19 +228,16 @@ static void batch_free(struct batch *b)
 
 static int alloc_params(struct trainer *t)
 {
-    int rc = 0, L = t->tp->n_layers;
-    t->W = calloc((size_t)L, sizeof *t->W);
-    t->b = calloc((size_t)L, sizeof *t->b);
-    t->dW = calloc((size_t)L, sizeof *t->dW);
-    t->db = calloc((size_t)L, sizeof *t->db);
-    CAIRN_CHECK_ALLOC(t->W && t->b && t->dW && t->db ? t->W : NULL);
-    for (int l = t->l0; l < t->l1; l++) { /* this member's units of W and b (grid.c) */
-        struct shape w = {.ndim = 2, .d = {t->tp->dims[l], grid_cols(t, t->tp->dims[l + 1])}};
-        struct shape v = {.ndim = 1, .d = {grid_cols(t, t->tp->dims[l + 1])}};
-        CAIRN_CHECK(tensor_resize(&t->W[l], t->dt, &w));
-        CAIRN_CHECK(tensor_resize(&t->dW[l], t->dt, &w));
-        CAIRN_CHECK(tensor_resize(&t->b[l], t->dt, &v));
-        CAIRN_CHECK(tensor_resize(&t->db[l], t->dt, &v));
+    int rc = 0, K = n_params(t);
+    t->w = calloc((size_t)K + 1, sizeof *t->w);
+    t->dw = calloc((size_t)K + 1, sizeof *t->dw);
+    CAIRN_CHECK_ALLOC(t->w && t->dw ? t->w : NULL);
+    for (int k = param_first(t, t->l0); k < param_first(t, t->l1); k++) { /* this member's units (grid.c) */
+        int64_t cols = grid_cols(t, param_cols(t, k));
+        struct shape s = {.ndim = 2, .d = {param_rows(t, k), cols}};
+        if (model_param_ndim(t->spec, k) == 1) s = (struct shape){.ndim = 1, .d = {grid_cols(t, param_rows(t, k))}};
+        CAIRN_CHECK(tensor_resize(&t->w[k], t->dt, &s));
+        CAIRN_CHECK(tensor_resize(&t->dw[k], t->dt, &s));
     }
 cleanup:
     return rc;
@@ -283,7 +280,7 @@ static int setup_role(struct trainer *t)
         CAIRN_CHECK(grid_create(t));
         CAIRN_CHECK(pipe_create(t));
     } else if (t->role == ROLE_PS) {
-        t->grads = calloc(2 * (size_t)t->tp->n_layers + 1, sizeof *t->grads);
+        t->grads = calloc((size_t)n_params(t) + 1, sizeof *t->grads);
         CAIRN_CHECK_ALLOC(t->grads);
     }
 cleanup:
@@ -353,17 +350,13 @@ void trainer_destroy(struct trainer **tp)
     emb_destroy(t);
     pipe_destroy(t);
     ps_destroy(t);
-    for (int l = 0; t->W && l < t->tp->n_layers; l++) {
-        tensor_free(&t->W[l]);
-        tensor_free(&t->b[l]);
-        tensor_free(&t->dW[l]);
-        tensor_free(&t->db[l]);
+    for (int k = 0; t->w && k < n_params(t); k++) {
+        tensor_free(&t->w[k]);
+        tensor_free(&t->dw[k]);
     }
-    for (int i = 0; t->grads && i < 2 * t->tp->n_layers; i++) tensor_free(&t->grads[i]);
-    free(t->W);
-    free(t->b);
-    free(t->dW);
-    free(t->db);
+    for (int k = 0; t->grads && k < n_params(t); k++) tensor_free(&t->grads[k]);
+    free(t->w);
+    free(t->dw);
     free(t->grads);
     free(t->perm);
     free(t);

@@ -5,6 +5,7 @@
 #define CAIRN_TRAIN_PRIV_H
 
 #include "cairn/job.h"
+#include "cairn/model.h"
 #include "cairn/nn.h"
 #include "cairn/tensor.h"
 #include "cairn/train.h"
@@ -54,9 +55,10 @@ struct trainer {
     int64_t k_targets;                           /* 0: class labels, else target columns */
     int64_t steps_per_epoch;
     int64_t *perm, perm_pass; /* the current pass's sample order */
-    /* a stage's parameters and gradients, by layer (others empty); with
-     * T > 1, this member's block-cyclic rows of W and dW (grid.c) */
-    struct tensor *W, *b, *dW, *db;
+    /* a stage's parameters and their gradients, by parameter k (model.h;
+     * the other stages' are empty); with T > 1, this member's block-cyclic
+     * units of each (grid.c) */
+    struct tensor *w, *dw;
     /* pipeline work buffers */
     struct pipe_bufs *bufs;
     /* PS: each parameter's gradient, summed by the replicas */
@@ -81,8 +83,11 @@ struct trainer {
 };
 
 /* ---- parameter geometry (ps.c) ---- */
+int n_params(const struct trainer *t); /* the dense parameters, model.h's k */
 int64_t param_rows(const struct trainer *t, int k); /* W: inputs of the layer; b: units */
 int64_t param_cols(const struct trainer *t, int k); /* W: units; b: 1 */
+/* Layer l's parameters: k = param_first(t, l) .. param_first(t, l + 1) - 1. */
+int param_first(const struct trainer *t, int l);
 /* Shard p's rows of parameter k: [lo, hi) (ScaLAPACK block layout). */
 void param_block(const struct trainer *t, int k, int p, int64_t *lo, int64_t *hi);
 int ps_rank_of_shard(const struct trainer *t, int p); /* in the train comm */
@@ -93,7 +98,7 @@ int stage_rank(const struct trainer *t, int replica, int stage, int member);
 /* Parameter k's publication, gradients and replica sums on the train comm; micro-batch
  * i's activations (2 i) and their gradients (2 i + 1) on the pipe comm.
  * MPI promises tags up to 32767 only: trainer_create checks MPI_TAG_UB. */
-enum { TAG_PARAM = 0, TAG_GRAD = 2 * NN_MAX_LAYERS, TAG_SUM = 4 * NN_MAX_LAYERS, TAG_PS_END = 6 * NN_MAX_LAYERS };
+enum { TAG_PARAM = 0, TAG_GRAD = MODEL_MAX_PARAMS, TAG_SUM = 2 * MODEL_MAX_PARAMS, TAG_PS_END = 3 * MODEL_MAX_PARAMS };
 _Static_assert(TAG_PS_END <= 32767, "PS tags beyond what every MPI library allows");
 
 /* ---- the PS protocol (ps.c) ---- */

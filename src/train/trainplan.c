@@ -89,11 +89,11 @@ static struct pval *param(struct op_node *op, const char *key)
 
 /* ---- names ------------------------------------------------------------------ */
 
-/* Parameter k (2l: layer l's W, 2l+1: its b), and its optimizer state. */
+/* Parameter k (model.h), and its optimizer state. */
 static const char *pname(struct tp *x, int k, const char *suffix)
 {
     char name[64];
-    model_param_name(k, suffix, name, sizeof name);
+    model_param_name(x->t, k, suffix, name, sizeof name);
     return arena_strdup(x->a, name);
 }
 
@@ -110,7 +110,7 @@ static const char *tname(struct tp *x, int e, const char *suffix)
 enum which { STATE_ALL, DENSE_PARAMS, TABLES };
 static void state_operands(struct tp *x, struct op_node *op, bool as_in, bool as_out, enum which w)
 {
-    int n = 2 * x->t->n_layers, k0 = w == TABLES ? n : 0, k1 = w == DENSE_PARAMS ? n : n + x->t->n_tables;
+    int n = x->t->n_params, k0 = w == TABLES ? n : 0, k1 = w == DENSE_PARAMS ? n : n + x->t->n_tables;
     bool params_only = w != STATE_ALL;
     /* adagrad's sums of squares are named apart from momentum's velocities,
      * so a resume under the other optimizer misses its state rather than
@@ -154,10 +154,11 @@ static void fit(const struct plan *p, const struct train_spec *t, int *R, int *P
 
 /* ---- the per-rank memory cap (model.rank_memory_mb) ---------------------------- */
 
-/* Bytes of W, dW, b and db that the first (largest) member of a stage of
- * T ranks holds (its block-cyclic units of each layer), with the partial
- * sums of the gradient tree on a replica of R: up to ceil(log2(M / R))
- * nodes besides dW, and log2(R) sums from other replicas. */
+/* Bytes of the parameters and their gradients that the first (largest)
+ * member of a stage of T ranks holds (its block-cyclic units of each),
+ * with the partial sums of the gradient tree on a replica of R: up to
+ * ceil(log2(M / R)) nodes besides the gradient, and log2(R) sums from
+ * other replicas. */
 static double stage_bytes(const struct train_spec *t, int s, int64_t T, int R)
 {
     int l0 = 0, copies = 2;
@@ -165,10 +166,10 @@ static double stage_bytes(const struct train_spec *t, int s, int64_t T, int R)
     for (int n = 1; n < R; n *= 2) copies++;
     for (int i = 0; i < s; i++) l0 += (int)t->balance[i];
     double n = 0;
-    for (int l = l0; l < l0 + t->balance[s]; l++) {
-        int64_t in = l ? t->layers[l - 1].units : t->width0, out = t->layers[l].units;
-        int64_t mine = cyclic_owned(out, t->block, T, 0);
-        n += copies * (double)(in * mine + mine);
+    for (int k = t->param0[l0]; k < t->param0[l0 + t->balance[s]]; k++) {
+        bool vec = model_param_ndim(t, k) == 1;
+        int64_t rows = model_param_rows(t, k), mine = cyclic_owned(vec ? rows : model_param_cols(t, k), t->block, T, 0);
+        n += copies * (double)(vec ? mine : rows * mine);
     }
     return n * (double)dtype_size(t->dtype);
 }
@@ -182,12 +183,10 @@ static double shard_bytes(const struct train_spec *t, int P, bool copy)
 {
     int states = optim_states(t->opt);
     double n = 0, tables = 0;
-    for (int l = 0; l < t->n_layers; l++) {
-        int64_t in = l ? t->layers[l - 1].units : t->width0, out = t->layers[l].units, lo, hi;
-        block_range(in, P, 0, &lo, &hi);
-        n += (double)((hi - lo) * out);
-        block_range(out, P, 0, &lo, &hi);
-        n += (double)(hi - lo);
+    for (int k = 0; k < t->n_params; k++) {
+        int64_t lo, hi;
+        block_range(model_param_rows(t, k), P, 0, &lo, &hi);
+        n += (double)((hi - lo) * model_param_cols(t, k));
     }
     for (int e = 0; e < t->n_tables; e++) {
         int64_t lo, hi;
