@@ -63,4 +63,22 @@ void lm_block_backward(enum dtype dt, const struct lm_shape *s, int64_t n, const
                        const void *tape, const void *dy, void *const *dp, bool accumulate, void *dx,
                        void *scratch);
 
+/* The model's ends (a language model's first and last layers).
+ * Embedding: y[n ctx, d] = tok[token] + pos[position], the tokens given as
+ * reals [n ctx] (each in [0, vocab): the caller checks); its backward sets
+ * (or adds to) dtok [vocab, d] and dpos [ctx, d], rows in order.
+ * Head: logits y[n ctx, vocab] = LN(x) W, p = {gain, bias, W [d, vocab]};
+ * its tape and scratch as the block's. */
+void lm_embed_forward(enum dtype dt, const struct lm_shape *s, int64_t n, const void *tokens,
+                      const void *tok, const void *pos, void *y);
+void lm_embed_backward(enum dtype dt, const struct lm_shape *s, int64_t vocab, int64_t n,
+                       const void *tokens, const void *dy, void *dtok, void *dpos, bool accumulate);
+int64_t lm_head_tape_numel(const struct lm_shape *s, int64_t n);
+int64_t lm_head_scratch_numel(const struct lm_shape *s, int64_t n);
+void lm_head_forward(enum dtype dt, const struct lm_shape *s, int64_t vocab, int64_t n, const void *x,
+                     const void *const *p, void *y, void *tape);
+void lm_head_backward(enum dtype dt, const struct lm_shape *s, int64_t vocab, int64_t n,
+                      const void *const *p, const void *tape, const void *dy, void *const *dp,
+                      bool accumulate, void *dx, void *scratch);
+
 #endif

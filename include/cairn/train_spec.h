@@ -34,12 +34,21 @@ struct embed_spec {
 };
 
 /* A layer is a pipeline unit: stages hold whole layers, and its
- * parameters are a run of the model's flat parameter list (model.h). */
-enum layer_kind { LAYER_DENSE };
+ * parameters are a run of the model's flat parameter list (model.h).  A
+ * language model (model.lm) is the layers LM_EMBED (token and position
+ * tables), `blocks` LM_BLOCK (lm.h) and LM_HEAD (final norm and the
+ * projection to the vocabulary); a sample is a sequence of ctx tokens,
+ * and units counts one sample's outputs (ctx d, or ctx vocab). */
+enum layer_kind { LAYER_DENSE, LAYER_LM_EMBED, LAYER_LM_BLOCK, LAYER_LM_HEAD };
 struct layer_spec {
     enum layer_kind kind;
     int64_t units;
     enum act act;
+};
+
+/* model.lm: a decoder-only transformer (cairn-job(5)). */
+struct lm_spec {
+    int64_t vocab, ctx, d, heads, mlp, blocks;
 };
 
 struct train_spec {
@@ -60,6 +69,8 @@ struct train_spec {
      * them): layer l holds k = param0[l] .. param0[l+1]-1 */
     int n_params;
     int *param0;
+    bool lm_on; /* the model is model.lm's */
+    struct lm_spec lm;
     enum loss loss;
     enum dtype dtype;
     int64_t rank_memory_mb; /* the most model state one rank may hold; 0: no cap */

@@ -97,6 +97,7 @@ static const char usage_data[] =
     "                      --classes K [--hidden H] [--seed S]\n"
     "                      [--table NAME:ROWS:K]... [--zipf S]\n"
     "       cairn data balance FILE.h5 --ids NAME --rows R [--shards P,...] [--batch B]\n"
+    "       cairn data text --out FILE.h5 --context C TEXT...\n"
     "\n"
     "  range   an i64 dataset (default name \"values\") holding S, S+1, ..., S+N-1\n"
     "  synth   a learnable classification set: datasets features [N, D] (f32) and\n"
@@ -109,7 +110,10 @@ static const char usage_data[] =
     "  balance how evenly the distinct rows of ids NAME that each step of B samples\n"
     "          (default 512; more than the data: one step of all of it) touches\n"
     "          fall on P PS shards (default 2,4,8): cairn's spread placement\n"
-    "          against contiguous blocks of ids\n";
+    "          against contiguous blocks of ids\n"
+    "  text    a language model's data (model.lm, vocab = 256): the TEXT files'\n"
+    "          bytes, concatenated, cut into windows of C tokens, features [N, C]\n"
+    "          (i32), and labels [N, C], each window's next tokens\n";
 
 static const char usage_ckpt[] =
     "usage: cairn ckpt ls DIR\n"
@@ -755,6 +759,33 @@ static int data_balance(int argc, char **argv)
     return cairn_exit_code(rc);
 }
 
+static int data_text(int argc, char **argv)
+{
+    static const struct option longs[] = {
+        {"out", required_argument, NULL, 'o'}, {"context", required_argument, NULL, 'c'}, {NULL, 0, NULL, 0},
+    };
+    const char *out = NULL;
+    long ctx = -1;
+    int c;
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+        if (c == 'o') out = optarg;
+        else if (c == 'c') {
+            if (parse_int(optarg, 1, 1L << 16, &ctx))
+                return cli_usage_error(usage_data, "--context needs an integer from 1 to 65536, not '%s'", optarg);
+        } else return cli_usage_error(usage_data, "bad option '%s'", argv[optind - 1]);
+    }
+    if (!out || ctx < 1 || optind >= argc)
+        return cli_usage_error(usage_data, "%s", "text needs --out, --context and at least one FILE");
+    int64_t n = 0;
+    int rc = datagen_text(out, (const char *const *)argv + optind, argc - optind, ctx, &n);
+    if (rc) fprintf(stderr, "cairn: data text: %s\n", cairn_errmsg());
+    else printf("%s: %lld windows of %ld byte tokens (features) and their next tokens (labels)\n", out,
+                (long long)n, ctx);
+    return cairn_exit_code(rc);
+}
+
 static int cmd_data(int argc, char **argv)
 {
     static const struct option longs[] = {
@@ -768,6 +799,7 @@ static int cmd_data(int argc, char **argv)
     }
     if (strcmp(argv[1], "synth") == 0) return data_synth(argc - 1, argv + 1);
     if (strcmp(argv[1], "balance") == 0) return data_balance(argc - 1, argv + 1);
+    if (strcmp(argv[1], "text") == 0) return data_text(argc - 1, argv + 1);
     if (strcmp(argv[1], "range") != 0)
         return cli_usage_error(usage_data, "unknown data set kind '%s'", argv[1]);
     const char *out = NULL, *dataset = "values";

@@ -10,8 +10,11 @@
 #include "cairn/rng.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 int datagen_range(const char *file, const char *dataset, int64_t start, int64_t count)
@@ -32,6 +35,60 @@ cleanup:
     rc = rc ? rc : fsx_out_commit(&out);
     fsx_out_abort(&out);
     free(v);
+    return rc;
+}
+
+int datagen_text(const char *out, const char *const *files, int n_files, int64_t ctx, int64_t *windows)
+{
+    int rc = 0;
+    hid_t f = H5I_INVALID_HID;
+    struct fsx_out o = {.dir = -1, .fd = -1};
+    char *all = NULL, *one = NULL;
+    size_t len = 0, n = 0;
+    int32_t *x = NULL, *y = NULL;
+    for (int i = 0; i < n_files; i++) {
+        if (fsx_read_all(files[i], &one, &n)) { /* the user's input: exit 2 */
+            char msg[512];
+            snprintf(msg, sizeof msg, "%s", cairn_errmsg());
+            CAIRN_FAIL(CAIRN_EINPUT, "%s", msg);
+        }
+        if (len + n > (size_t)INT32_MAX)
+            CAIRN_FAIL(CAIRN_EINPUT, "the text files hold more than %d bytes", INT32_MAX);
+        char *grown = realloc(all, len + n + 1);
+        CAIRN_CHECK_ALLOC(grown);
+        all = grown;
+        memcpy(all + len, one, n);
+        len += n;
+        free(one);
+        one = NULL;
+    }
+    int64_t N = len > 0 ? (int64_t)(len - 1) / ctx : 0; /* a window needs its next tokens too */
+    if (N < 1)
+        CAIRN_FAIL(CAIRN_EINPUT, "%zu bytes of text make no window of %lld tokens and their next", len,
+                   (long long)ctx);
+    x = malloc((size_t)(N * ctx) * sizeof *x);
+    y = malloc((size_t)(N * ctx) * sizeof *y);
+    CAIRN_CHECK_ALLOC(x && y ? x : NULL);
+    for (int64_t i = 0; i < N * ctx; i++) {
+        x[i] = (unsigned char)all[i];
+        y[i] = (unsigned char)all[i + 1];
+    }
+    h5_quiet();
+    struct tensor tx = {.dtype = DT_I32, .shape = {2, {N, ctx}}, .data = x};
+    struct tensor ty = {.dtype = DT_I32, .shape = {2, {N, ctx}}, .data = y};
+    CAIRN_CHECK(fsx_out_begin(&o, out, 0));
+    CAIRN_CHECK(h5_create_file(o.tmp, H5P_DEFAULT, &f));
+    CAIRN_CHECK(h5_put_tensor(f, "features", &tx));
+    CAIRN_CHECK(h5_put_tensor(f, "labels", &ty));
+    *windows = N;
+cleanup:
+    if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
+    rc = rc ? rc : fsx_out_commit(&o);
+    fsx_out_abort(&o);
+    free(all);
+    free(one);
+    free(x);
+    free(y);
     return rc;
 }
 

@@ -3,6 +3,7 @@
  * of the config module: every key is read and checked here once. */
 #include "cairn/arena.h"
 #include "cairn/job.h"
+#include "cairn/lm.h"
 #include "cairn/model.h"
 #include "cairn/train_spec.h"
 #include "job/config_priv.h"
@@ -156,16 +157,78 @@ static void parse_tables(struct cfg *c, const config_setting_t *m, struct train_
         cfg_err(c, es, "the first layer would take %lld inputs; cairn takes up to %d", (long long)t->width0, 1 << 24);
 }
 
+/* The layers of model.lm (train_spec.h). */
+static void lm_layers(struct cfg *c, struct train_spec *t)
+{
+    const struct lm_spec *x = &t->lm;
+    t->n_layers = (int)x->blocks + 2;
+    t->layers = arena_alloc(c->a, (size_t)t->n_layers * sizeof *t->layers);
+    t->param0 = arena_alloc(c->a, (size_t)(t->n_layers + 1) * sizeof *t->param0);
+    for (int l = 0; l < t->n_layers; l++) {
+        enum layer_kind k = l == 0 ? LAYER_LM_EMBED : l == t->n_layers - 1 ? LAYER_LM_HEAD : LAYER_LM_BLOCK;
+        t->layers[l] = (struct layer_spec){.kind = k, .units = x->ctx * (k == LAYER_LM_HEAD ? x->vocab : x->d),
+                                           .act = ACT_IDENTITY};
+        t->param0[l + 1] = t->param0[l] + model_layer_params(k);
+    }
+    t->n_params = t->param0[t->n_layers];
+}
+
+/* model.lm = { vocab = V; context = C; width = D; heads = H; blocks = B; mlp = M; } */
+static void parse_lm(struct cfg *c, const config_setting_t *m, const config_setting_t *g, struct train_spec *t)
+{
+    static const char *const keys[] = {"vocab", "context", "width", "heads", "blocks", "mlp", "dropout", NULL};
+    static const char *const not_with[] = {"inputs", "embeddings", "layers", "loss", NULL};
+    if (config_setting_type(g) != CONFIG_TYPE_GROUP) {
+        cfg_err(c, g, "model.lm must be { vocab = V; context = C; width = D; heads = H; blocks = B; }");
+        return;
+    }
+    for (int i = 0; not_with[i]; i++)
+        if (config_setting_get_member(m, not_with[i]))
+            cfg_err(c, config_setting_get_member(m, not_with[i]),
+                    "model.%s does not go with model.lm (a language model has its own layers, inputs "
+                    "and loss)", not_with[i]);
+    cfg_keys(c, g, "model.lm", keys);
+    struct lm_spec *x = &t->lm;
+    x->vocab = cfg_int(c, g, "vocab", true, 256, 2, 1 << 24);
+    x->ctx = cfg_int(c, g, "context", true, 64, 1, 1 << 16);
+    x->d = cfg_int(c, g, "width", true, 64, 1, 1 << 16);
+    x->heads = cfg_int(c, g, "heads", false, 1, 1, 1 << 12);
+    x->blocks = cfg_int(c, g, "blocks", true, 1, 1, NN_MAX_LAYERS - 2);
+    x->mlp = cfg_int(c, g, "mlp", false, 4 * x->d, 1, 1 << 20);
+    if (cfg_num(c, g, "dropout", 0, 0, 0.99, NULL) != 0)
+        cfg_err(c, config_setting_get_member(g, "dropout"), "model.lm.dropout: only 0 (no dropout) "
+                                                          "is implemented yet");
+    if (x->d % x->heads)
+        cfg_err(c, config_setting_get_member(g, "heads"), "model.lm: heads = %lld does not divide width = %lld",
+                (long long)x->heads, (long long)x->d);
+    struct lm_shape s = {.ctx = x->ctx, .d = x->d, .heads = x->heads, .mlp = x->mlp};
+    if (x->d % x->heads == 0 && !lm_shape_ok(&s))
+        cfg_err(c, g, "model.lm: context %lld, width %lld and mlp %lld make products beyond what one "
+                      "BLAS call takes", (long long)x->ctx, (long long)x->d, (long long)x->mlp);
+    if (x->vocab * x->d > INT_MAX || x->ctx * x->vocab > INT_MAX)
+        cfg_err(c, g, "model.lm: vocab %lld is too large for one MPI call per parameter (vocab x width "
+                      "and context x vocab must be at most %d)", (long long)x->vocab, INT_MAX);
+    t->lm_on = true;
+    t->inputs = t->width0 = x->ctx;
+    t->loss = LOSS_SOFTMAX_CE;
+    lm_layers(c, t);
+}
+
 static void parse_model(struct cfg *c, const config_setting_t *m, struct train_spec *t)
 {
-    static const char *const keys[] = {"inputs", "embeddings", "layers", "loss", "dtype", "rank_memory_mb", NULL};
+    static const char *const keys[] = {"inputs", "embeddings", "layers", "loss", "dtype", "rank_memory_mb", "lm", NULL};
     static const char *const dtypes[] = {"f32", "f64", NULL};
     cfg_keys(c, m, "model", keys);
     cfg_locate(c, m, &t->file, &t->line);
-    t->inputs = cfg_int(c, m, "inputs", true, 1, 1, 1 << 24);
-    parse_tables(c, m, t);
-    parse_layers(c, m, t);
-    t->loss = (enum loss)cfg_choice(c, m, "loss", loss_names, LOSS_SOFTMAX_CE, "model.loss");
+    const config_setting_t *lm = config_setting_get_member(m, "lm");
+    if (lm) {
+        parse_lm(c, m, lm, t);
+    } else {
+        t->inputs = cfg_int(c, m, "inputs", true, 1, 1, 1 << 24);
+        parse_tables(c, m, t);
+        parse_layers(c, m, t);
+        t->loss = (enum loss)cfg_choice(c, m, "loss", loss_names, LOSS_SOFTMAX_CE, "model.loss");
+    }
     t->dtype = cfg_choice(c, m, "dtype", dtypes, 0, "model.dtype") == 1 ? DT_F64 : DT_F32;
     t->rank_memory_mb = cfg_int(c, m, "rank_memory_mb", false, 0, 0, 1 << 30);
     t->memory_file = t->file;
@@ -203,23 +266,31 @@ static void parse_data(struct cfg *c, const config_setting_t *root, struct train
     t->shuffle = cfg_bool(c, d, "shuffle", true);
 }
 
+/* What pipeline.balance counts: a language model's blocks (its
+ * embeddings go with the first stage, its head with the last), or layers. */
+static int balance_units(const struct train_spec *t) { return t->lm_on ? (int)t->lm.blocks : t->n_layers; }
+static const char *unit_word(const struct train_spec *t, int64_t n)
+{
+    return t->lm_on ? (n == 1 ? "block" : "blocks") : (n == 1 ? "layer" : "layers");
+}
+
 /* Layers per stage: given, or as even as possible (earlier stages one more).
  * After a reported problem with pipeline.stages, the balance is not held
  * against the stand-in count: each problem is reported once. */
-static void parse_balance(struct cfg *c, const config_setting_t *p, struct train_spec *t,
-                          bool stages_bad)
+static void balance_units_given(struct cfg *c, const config_setting_t *p, struct train_spec *t,
+                                bool stages_bad)
 {
-    t->balance = arena_alloc(c->a, (size_t)(t->stages + 1) * sizeof *t->balance);
+    int units = balance_units(t);
     const config_setting_t *b = p ? config_setting_get_member(p, "balance") : NULL;
     if (!b || stages_bad) {
         for (int64_t s = 0; s < t->stages; s++)
-            t->balance[s] = t->n_layers / t->stages + (s < t->n_layers % t->stages);
+            t->balance[s] = units / t->stages + (s < units % t->stages);
         return;
     }
     int type = config_setting_type(b), n = config_setting_length(b);
     if (type != CONFIG_TYPE_ARRAY && type != CONFIG_TYPE_LIST) {
-        cfg_err(c, b, "'balance' must be an array of layer counts like [2, 1], not %s",
-                cfg_type_name(b));
+        cfg_err(c, b, "'balance' must be an array of %s counts like [2, 1], not %s",
+                t->lm_on ? "block" : "layer", cfg_type_name(b));
         return;
     }
     if (n != t->stages) {
@@ -233,7 +304,7 @@ static void parse_balance(struct cfg *c, const config_setting_t *p, struct train
         const config_setting_t *e = config_setting_get_elem(b, (unsigned)i);
         int64_t v = cfg_is_int(e) ? config_setting_get_int64(e) : 0;
         if (!cfg_is_int(e) || v < 1) {
-            cfg_err(c, b, "balance entry %d must be a layer count >= 1, got %s", i,
+            cfg_err(c, b, "balance entry %d must be a %s count >= 1, got %s", i, t->lm_on ? "block" : "layer",
                     cfg_is_int(e) ? (snprintf(list, sizeof list, "%lld", (long long)v), list)
                                   : cfg_type_name(e));
             return;
@@ -241,12 +312,23 @@ static void parse_balance(struct cfg *c, const config_setting_t *p, struct train
         t->balance[i] = v;
         sum += v;
     }
-    if (sum != t->n_layers) {
+    if (sum != units) {
         for (int i = 0; i < n; i++)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%lld", i ? ", " : "",
                      (long long)t->balance[i]);
-        cfg_err(c, b, "balance [%s] sums to %lld but the model has %d layers", list,
-                (long long)sum, t->n_layers);
+        cfg_err(c, b, "balance [%s] sums to %lld but the model has %d %s", list,
+                (long long)sum, units, unit_word(t, 2));
+    }
+}
+
+static void parse_balance(struct cfg *c, const config_setting_t *p, struct train_spec *t,
+                          bool stages_bad)
+{
+    t->balance = arena_alloc(c->a, (size_t)(t->stages + 1) * sizeof *t->balance);
+    balance_units_given(c, p, t, stages_bad);
+    if (t->lm_on) { /* the layers: the embeddings and the head join the end stages */
+        t->balance[0]++;
+        t->balance[t->stages - 1]++;
     }
 }
 
@@ -277,13 +359,18 @@ static void parse_pipeline(struct cfg *c, const config_setting_t *root, struct t
         t->ranks_per_stage = cfg_int(c, p, "ranks_per_stage", false, 1, 1, 1 << 10);
         t->block = cfg_int(c, p, "block", false, 64, 1, 1 << 16);
     }
-    if (t->n_layers && t->stages > t->n_layers) {
+    int units = balance_units(t);
+    if (units && t->stages > units) {
         cfg_err(c, config_setting_get_member(p, "stages"),
-                "pipeline.stages = %lld but the model has %d layer%s: every stage needs at least one",
-                (long long)t->stages, t->n_layers, t->n_layers == 1 ? "" : "s");
-        t->stages = t->n_layers;
+                "pipeline.stages = %lld but the model has %d %s: every stage needs at least one",
+                (long long)t->stages, units, unit_word(t, units));
+        t->stages = units;
         stages_bad = true;
     }
+    if (t->lm_on && t->ranks_per_stage > 1)
+        cfg_err(c, config_setting_get_member(p, "ranks_per_stage"),
+                "pipeline.ranks_per_stage = %lld: a language model's stages run on one rank each "
+                "(tensor parallelism for model.lm is not implemented yet)", (long long)t->ranks_per_stage);
     parse_balance(c, p, t, stages_bad);
 }
 

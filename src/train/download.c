@@ -325,13 +325,56 @@ cleanup:
     return rc;
 }
 
+/* A language model's model.h5 (cairn-job(5), MODEL FILE): attribute
+ * kind = "lm" and the shape's attributes; /embed/tok [vocab, width],
+ * /embed/pos [context, width]; /blocks/<i>/<lm.h's names>; /head/lnf.g,
+ * /head/lnf.b, /head/W [width, vocab]. */
+static int write_lm(struct trainer *t, struct op_call *c, hid_t f)
+{
+    int rc = 0;
+    const struct train_spec *sp = t->spec;
+    const struct lm_spec *x = &sp->lm;
+    hid_t g = H5I_INVALID_HID;
+    const char *attrs[] = {"vocab", "context", "width", "heads", "blocks", "mlp"};
+    int64_t vals[] = {x->vocab, x->ctx, x->d, x->heads, x->blocks, x->mlp};
+    CAIRN_CHECK(h5_attr_put_str(f, "kind", "lm"));
+    CAIRN_CHECK(h5_attr_put_str(f, "dtype", dtype_name(sp->dtype)));
+    CAIRN_CHECK(h5_attr_put_str(f, "job_name", c->ctx->rt->plan->job->name));
+    CAIRN_CHECK(h5_attr_put_str(f, "cairn_version", CAIRN_VERSION));
+    CAIRN_CHECK(h5_attr_put_i64(f, "epochs", c->ctx->rt->epoch));
+    for (int i = 0; i < 6; i++) CAIRN_CHECK(h5_attr_put_i64(f, attrs[i], vals[i]));
+    for (int l = 0; l < sp->n_layers; l++) {
+        char name[64];
+        if (l == 0) snprintf(name, sizeof name, "embed");
+        else if (l == sp->n_layers - 1) snprintf(name, sizeof name, "head");
+        else snprintf(name, sizeof name, "blocks/%d", l - 1);
+        hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+        CAIRN_CHECK_H5(lcpl);
+        H5Pset_create_intermediate_group(lcpl, 1);
+        g = H5Gcreate2(f, name, lcpl, H5P_DEFAULT, H5P_DEFAULT);
+        H5Pclose(lcpl);
+        CAIRN_CHECK_H5(g);
+        for (int k = sp->param0[l]; k < sp->param0[l + 1]; k++) {
+            char full[96];
+            model_param_name(sp, k, "", full, sizeof full);
+            CAIRN_CHECK(h5_put_tensor(g, strchr(full, '.') + 1, &c->in[k]->t)); /* "L<l>." dropped */
+        }
+        herr_t closed = H5Gclose(g);
+        g = H5I_INVALID_HID;
+        CAIRN_CHECK_H5(closed);
+    }
+cleanup:
+    if (g >= 0) H5Gclose(g);
+    return rc;
+}
+
 static int write_model(struct trainer *t, struct op_call *c, const char *path)
 {
     int rc = 0;
     hid_t f = H5I_INVALID_HID, emb = H5I_INVALID_HID;
     h5_quiet();
     CAIRN_CHECK(h5_create_file(path, H5P_DEFAULT, &f));
-    CAIRN_CHECK(write_layers(t, c, f));
+    CAIRN_CHECK(t->spec->lm_on ? write_lm(t, c, f) : write_layers(t, c, f));
     if (t->spec->n_tables) {
         double t0 = clock_now();
         CAIRN_CHECK_H5(emb = h5_create_group(f, "embeddings"));

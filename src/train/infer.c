@@ -337,6 +337,11 @@ static int read_root(struct infer_model *m, hid_t f, int64_t *L)
     char s[MAX_NAME];
     if (H5Aexists(f, "cairn_version") <= 0)
         CAIRN_FAIL(CAIRN_EINPUT, "no attribute 'cairn_version': not a model file cairn wrote");
+    if (H5Aexists(f, "kind") > 0) { /* a language model's (download.c) */
+        CAIRN_CHECK(attr_str(f, "kind", NULL, s, sizeof s));
+        CAIRN_FAIL(CAIRN_EINPUT, "a model of kind '%s': eval and predict take a model of layers (a "
+                                 "language model's held-out loss is in its run's log and metrics.jsonl)", s);
+    }
     CAIRN_CHECK(attr_str(f, "loss", NULL, s, sizeof s));
     int loss = name_index(loss_names, s);
     if (loss < 0) CAIRN_FAIL(CAIRN_EINPUT, "unknown loss '%s'", s);

@@ -91,3 +91,45 @@ void lm_block_backward(enum dtype dt, const struct lm_shape *s, int64_t n, const
         block_backward_f64(s, n, (const double *const *)p, tape, dy, (double *const *)dp, accumulate, dx,
                            scratch);
 }
+
+void lm_embed_forward(enum dtype dt, const struct lm_shape *s, int64_t n, const void *tokens,
+                      const void *tok, const void *pos, void *y)
+{
+    if (dt == DT_F32)
+        embed_forward_f32(s, n, tokens, tok, pos, y);
+    else
+        embed_forward_f64(s, n, tokens, tok, pos, y);
+}
+
+void lm_embed_backward(enum dtype dt, const struct lm_shape *s, int64_t vocab, int64_t n,
+                       const void *tokens, const void *dy, void *dtok, void *dpos, bool accumulate)
+{
+    if (dt == DT_F32)
+        embed_backward_f32(s, vocab, n, tokens, dy, dtok, dpos, accumulate);
+    else
+        embed_backward_f64(s, vocab, n, tokens, dy, dtok, dpos, accumulate);
+}
+
+int64_t lm_head_tape_numel(const struct lm_shape *s, int64_t n) { return n * s->ctx * (2 * s->d + 1); }
+int64_t lm_head_scratch_numel(const struct lm_shape *s, int64_t n) { return 2 * n * s->ctx * s->d; }
+
+void lm_head_forward(enum dtype dt, const struct lm_shape *s, int64_t vocab, int64_t n, const void *x,
+                     const void *const *p, void *y, void *tape)
+{
+    if (dt == DT_F32)
+        head_forward_f32(s, vocab, n, x, (const float *const *)p, y, tape);
+    else
+        head_forward_f64(s, vocab, n, x, (const double *const *)p, y, tape);
+}
+
+void lm_head_backward(enum dtype dt, const struct lm_shape *s, int64_t vocab, int64_t n,
+                      const void *const *p, const void *tape, const void *dy, void *const *dp,
+                      bool accumulate, void *dx, void *scratch)
+{
+    if (dt == DT_F32)
+        head_backward_f32(s, vocab, n, (const float *const *)p, tape, dy, (float *const *)dp, accumulate,
+                          dx, scratch);
+    else
+        head_backward_f64(s, vocab, n, (const double *const *)p, tape, dy, (double *const *)dp, accumulate,
+                          dx, scratch);
+}

@@ -206,6 +206,60 @@ static void F(block_backward)(const struct lm_shape *s, int64_t n, const REAL *c
                    dx ? dx : dh);
 }
 
+/* Token ids as the stage input holds them (reals, exact up to 2^24 in f32). */
+static int64_t F(id)(REAL v) { return (int64_t)v; }
+
+static void F(embed_forward)(const struct lm_shape *s, int64_t n, const REAL *tokens, const REAL *tok,
+                             const REAL *pos, REAL *y)
+{
+    int64_t d = s->d;
+    for (int64_t r = 0; r < n * s->ctx; r++) {
+        const REAL *a = tok + F(id)(tokens[r]) * d, *b = pos + (r % s->ctx) * d;
+        for (int64_t j = 0; j < d; j++) y[r * d + j] = a[j] + b[j];
+    }
+}
+
+/* Rows in order, so a table row used twice sums the same way every time. */
+static void F(embed_backward)(const struct lm_shape *s, int64_t vocab, int64_t n, const REAL *tokens,
+                              const REAL *dy, REAL *dtok, REAL *dpos, bool accumulate)
+{
+    int64_t d = s->d;
+    if (!accumulate) {
+        memset(dtok, 0, (size_t)(vocab * d) * sizeof(REAL));
+        memset(dpos, 0, (size_t)(s->ctx * d) * sizeof(REAL));
+    }
+    for (int64_t r = 0; r < n * s->ctx; r++) {
+        REAL *a = dtok + F(id)(tokens[r]) * d, *b = dpos + (r % s->ctx) * d;
+        for (int64_t j = 0; j < d; j++) {
+            a[j] += dy[r * d + j];
+            b[j] += dy[r * d + j];
+        }
+    }
+}
+
+/* The head's tape: xhat [R, d], xn [R, d], rstd [R]. */
+static void F(head_forward)(const struct lm_shape *s, int64_t vocab, int64_t n, const REAL *x,
+                            const REAL *const *p, REAL *y, REAL *tape)
+{
+    int64_t R = n * s->ctx, d = s->d;
+    REAL *xhat = tape, *xn = xhat + R * d, *rstd = xn + R * d;
+    F(ln_forward)(R, d, x, p[0], p[1], xhat, rstd, xn);
+    F(gemm)(false, false, R, vocab, d, 1, xn, d, p[2], vocab, 0, y, vocab);
+}
+
+static void F(head_backward)(const struct lm_shape *s, int64_t vocab, int64_t n, const REAL *const *p,
+                             const REAL *tape, const REAL *dy, REAL *const *dp, bool accumulate, REAL *dx,
+                             REAL *scratch)
+{
+    int64_t R = n * s->ctx, d = s->d;
+    const REAL *xhat = tape, *xn = xhat + R * d, *rstd = xn + R * d;
+    F(gemm)(true, false, d, vocab, R, 1, xn, d, dy, vocab, accumulate ? 1 : 0, dp[2], vocab);
+    F(gemm)(false, true, R, d, vocab, 1, dy, vocab, p[2], vocab, 0, scratch, d);
+    REAL *to = dx ? dx : scratch + R * d;
+    memset(to, 0, (size_t)(R * d) * sizeof(REAL));
+    F(ln_backward)(R, d, xhat, rstd, p[0], scratch, dp[0], dp[1], accumulate, to);
+}
+
 #undef F
 #undef CAT
 #undef CAT2

@@ -5,9 +5,11 @@
 #include "cairn/embed_bag.h"
 #include "cairn/embed_ids.h"
 #include "cairn/error.h"
+#include "layer.h"
 #include "cairn/fsx.h"
 #include "cairn/h5util.h"
 #include "cairn/job.h"
+#include "cairn/lm.h"
 #include "cairn/nn.h"
 #include "cairn/partition.h"
 #include "cairn/reader.h"
@@ -23,6 +25,9 @@ int model_layer_params(enum layer_kind kind)
 {
     switch (kind) {
     case LAYER_DENSE: return 2;
+    case LAYER_LM_EMBED: return 2;
+    case LAYER_LM_BLOCK: return LM_N_PARAMS;
+    case LAYER_LM_HEAD: return 3;
     }
     return 0;
 }
@@ -37,25 +42,56 @@ int model_param_layer(const struct train_spec *t, int k)
 /* A dense layer's inputs. */
 static int64_t layer_in(const struct train_spec *t, int l) { return l ? t->layers[l - 1].units : t->width0; }
 
-int model_param_ndim(const struct train_spec *t, int k)
+struct geom {
+    int64_t rows, cols; /* a vector: cols = 1 */
+    int ndim;
+    const char *name;   /* within its layer */
+};
+
+static const char *const embed_names[] = {"tok", "pos"}, *const head_names[] = {"lnf.g", "lnf.b", "W"};
+
+/* Parameter q of layer l. */
+static struct geom geom_of(const struct train_spec *t, int l, int q)
 {
-    if (k >= t->n_params) return 2;
-    int l = model_param_layer(t, k);
-    return k - t->param0[l] ? 1 : 2;
+    const struct lm_spec *x = &t->lm;
+    struct lm_shape s = {.ctx = x->ctx, .d = x->d, .heads = x->heads, .mlp = x->mlp};
+    struct geom g = {.cols = 1, .ndim = 1};
+    switch (t->layers[l].kind) {
+    case LAYER_DENSE:
+        if (q == 0) g = (struct geom){layer_in(t, l), t->layers[l].units, 2, "W"};
+        else g = (struct geom){t->layers[l].units, 1, 1, "b"};
+        break;
+    case LAYER_LM_EMBED:
+        g = (struct geom){q ? x->ctx : x->vocab, x->d, 2, embed_names[q]};
+        break;
+    case LAYER_LM_BLOCK:
+        lm_param_shape(&s, q, &g.rows, &g.cols);
+        g.ndim = q == LM_QKV_W || q == LM_PROJ_W || q == LM_FC_W || q == LM_OUT_W ? 2 : 1;
+        g.name = lm_param_name(q);
+        break;
+    case LAYER_LM_HEAD:
+        g = q == 2 ? (struct geom){x->d, x->vocab, 2, head_names[q]} : (struct geom){x->d, 1, 1, head_names[q]};
+        break;
+    }
+    return g;
 }
+
+static struct geom geom(const struct train_spec *t, int k)
+{
+    int l = model_param_layer(t, k);
+    return geom_of(t, l, k - t->param0[l]);
+}
+
+int model_param_ndim(const struct train_spec *t, int k) { return k >= t->n_params ? 2 : geom(t, k).ndim; }
 
 int64_t model_param_rows(const struct train_spec *t, int k)
 {
-    if (k >= t->n_params) return t->tables[k - t->n_params].rows;
-    int l = model_param_layer(t, k);
-    return k - t->param0[l] ? t->layers[l].units : layer_in(t, l);
+    return k >= t->n_params ? t->tables[k - t->n_params].rows : geom(t, k).rows;
 }
 
 int64_t model_param_cols(const struct train_spec *t, int k)
 {
-    if (k >= t->n_params) return t->tables[k - t->n_params].dim;
-    int l = model_param_layer(t, k);
-    return k - t->param0[l] ? 1 : t->layers[l].units;
+    return k >= t->n_params ? t->tables[k - t->n_params].dim : geom(t, k).cols;
 }
 
 /* A table's rows at positions lo ..: row i's values are uniform in
@@ -73,6 +109,33 @@ static void init_table(const struct train_spec *t, uint64_t seed, int e, int64_t
     }
 }
 
+/* Uniform in +-limit, keyed by (seed, k, element). */
+static void init_uniform(uint64_t seed, int k, int64_t lo, int64_t cols, double limit, struct tensor *v)
+{
+    for (int64_t e = 0, n = tensor_numel(v); e < n; e++) {
+        double u = rng_uniform(seed, RNG_STREAM_PARAM(k), (uint64_t)(lo * cols + e));
+        tensor_set(v, e, (2 * u - 1) * limit);
+    }
+}
+
+/* A language model's: norms' gains 1, biases 0, matrices of standard
+ * deviation 0.02 (uniform), the residual projections' shrunk by
+ * sqrt(2 blocks), as GPT-2's. */
+static void init_lm(const struct train_spec *t, uint64_t seed, int k, int64_t lo, struct tensor *v)
+{
+    int l = model_param_layer(t, k), q = k - t->param0[l];
+    struct geom g = geom_of(t, l, q);
+    bool block = t->layers[l].kind == LAYER_LM_BLOCK;
+    if (g.ndim == 1) {
+        bool gain = block ? q == LM_LN1_G || q == LM_LN2_G : t->layers[l].kind == LAYER_LM_HEAD && q == 0;
+        if (gain) tensor_fill(v, 1);
+        return;
+    }
+    double limit = 0.02 * sqrt(3.0);
+    if (block && (q == LM_PROJ_W || q == LM_OUT_W)) limit /= sqrt(2.0 * (double)t->lm.blocks);
+    init_uniform(seed, k, lo, g.cols, limit, v);
+}
+
 void model_init_param(const struct train_spec *t, uint64_t seed, int k, int64_t lo,
                       struct tensor *v)
 {
@@ -81,29 +144,23 @@ void model_init_param(const struct train_spec *t, uint64_t seed, int k, int64_t 
         init_table(t, seed, k - t->n_params, lo, v);
         return;
     }
+    if (t->lm_on) {
+        init_lm(t, seed, k, lo, v);
+        return;
+    }
     if (model_param_ndim(t, k) == 1) return; /* biases start at zero */
     int64_t cols = model_param_cols(t, k);
-    double limit = sqrt(6.0 / (double)(model_param_rows(t, k) + cols));
-    for (int64_t e = 0, n = tensor_numel(v); e < n; e++) {
-        double u = rng_uniform(seed, RNG_STREAM_PARAM(k), (uint64_t)(lo * cols + e));
-        tensor_set(v, e, (2 * u - 1) * limit);
-    }
-}
-
-/* Parameter k's name within its layer. */
-static const char *local_name(const struct train_spec *t, int k)
-{
-    return model_param_ndim(t, k) == 1 ? "b" : "W";
+    init_uniform(seed, k, lo, cols, sqrt(6.0 / (double)(model_param_rows(t, k) + cols)), v);
 }
 
 void model_param_name(const struct train_spec *t, int k, const char *suffix, char *out, size_t size)
 {
-    snprintf(out, size, "L%d.%s%s", model_param_layer(t, k), local_name(t, k), suffix);
+    snprintf(out, size, "L%d.%s%s", model_param_layer(t, k), geom(t, k).name, suffix);
 }
 
 void model_grad_name(const struct train_spec *t, int k, char *out, size_t size)
 {
-    snprintf(out, size, "grads/L%d/%s", model_param_layer(t, k), local_name(t, k));
+    snprintf(out, size, "grads/L%d/%s", model_param_layer(t, k), geom(t, k).name);
 }
 
 void model_table_grad_name(const char *table, const char *what, char *out, size_t size)
@@ -133,6 +190,7 @@ struct ref {
     const struct train_spec *t;
     int L, K;                      /* layers, parameters */
     struct tensor *w, *dw, *a;     /* a[0] = input, a[l+1] = layer l's output */
+    struct tensor *tape, scratch;  /* by layer (layer.h) */
     struct tensor g[2];
     struct ref_table *tab;
 };
@@ -158,6 +216,18 @@ cleanup:
     return rc;
 }
 
+/* Layer l's tape, and the backward's scratch, sized for n samples. */
+static int ref_work(struct ref *r, int l, int64_t n)
+{
+    int rc = 0;
+    struct shape ts = {.ndim = 1, .d = {layer_tape_numel(r->t, l, n)}};
+    struct shape ss = {.ndim = 1, .d = {layer_scratch_numel(r->t, l, n)}};
+    CAIRN_CHECK(tensor_resize(&r->tape[l], r->t->dtype, &ts));
+    if (ss.d[0] > tensor_numel(&r->scratch)) CAIRN_CHECK(tensor_resize(&r->scratch, r->t->dtype, &ss));
+cleanup:
+    return rc;
+}
+
 /* Forward, loss and backward of rows [lo, hi) of x/y; the gradients go to
  * dw (by parameter, overwritten). */
 static int ref_micro(struct ref *r, const struct tensor *x, const struct tensor *y, int64_t i, int64_t lo,
@@ -173,25 +243,26 @@ static int ref_micro(struct ref *r, const struct tensor *x, const struct tensor 
     for (int l = 0; l < r->L; l++) {
         struct shape s = {.ndim = 2, .d = {n, t->layers[l].units}};
         CAIRN_CHECK(tensor_resize(&r->a[l + 1], t->dtype, &s));
-        int k = t->param0[l];
-        nn_forward(t->dtype, n, model_param_rows(t, k), t->layers[l].units, r->a[l].data,
-                   r->w[k].data, r->w[k + 1].data, t->layers[l].act, r->a[l + 1].data);
+        CAIRN_CHECK(ref_work(r, l, n));
+        layer_forward(t, l, n, r->a[l].data, &r->w[t->param0[l]], r->a[l + 1].data, r->tape[l].data);
     }
     struct shape gs = {.ndim = 2, .d = {n, k}};
     CAIRN_CHECK(tensor_resize(&r->g[r->L % 2], t->dtype, &gs));
-    const int32_t *labels = k_targets ? NULL : (const int32_t *)y->data + lo;
+    int64_t per = t->lm_on ? t->lm.ctx : 1; /* labels of a sample */
+    const int32_t *labels = k_targets ? NULL : (const int32_t *)y->data + lo * per;
     const void *targets = k_targets ? (char *)y->data + (size_t)(lo * k) * esz : NULL;
-    nn_loss(t->dtype, t->loss, n, k, r->a[r->L].data, labels, targets, batch, r->g[r->L % 2].data, &correct);
+    layer_loss(t, n, r->a[r->L].data, labels, targets, batch, r->g[r->L % 2].data, &correct);
     for (int l = r->L - 1; l >= 0; l--) {
         int q = t->param0[l];
         struct tensor *dx = l || t->n_tables ? &r->g[l % 2] : NULL; /* tables need layer 0's */
         if (dx) {
-            struct shape s = {.ndim = 2, .d = {n, model_param_rows(t, q)}};
+            struct shape s = {.ndim = 2, .d = {n, l ? t->layers[l - 1].units : w}};
             CAIRN_CHECK(tensor_resize(dx, t->dtype, &s));
         }
-        nn_backward(t->dtype, n, model_param_rows(t, q), t->layers[l].units, r->a[l].data,
-                    r->w[q].data, r->a[l + 1].data, t->layers[l].act, r->g[(l + 1) % 2].data,
-                    dw[q].data, dw[q + 1].data, dx ? dx->data : NULL, false);
+        struct tensor *d[MODEL_LAYER_MAX_PARAMS];
+        for (int j = 0; j < t->param0[l + 1] - q; j++) d[j] = &dw[q + j];
+        layer_backward(t, l, n, r->a[l].data, r->a[l + 1].data, &r->w[q], r->tape[l].data,
+                       r->g[(l + 1) % 2].data, d, dx ? dx->data : NULL, r->scratch.data);
     }
     for (int e = 0, col = (int)t->inputs; e < t->n_tables; col += (int)t->tables[e++].dim) {
         struct ref_table *x = &r->tab[e];
@@ -337,6 +408,9 @@ static void ref_free(struct ref *r)
         tensor_free(&r->dw[k]);
     }
     for (int l = 0; r->a && l <= r->L; l++) tensor_free(&r->a[l]);
+    for (int l = 0; r->tape && l < r->L; l++) tensor_free(&r->tape[l]);
+    free(r->tape);
+    tensor_free(&r->scratch);
     for (int e = 0; r->tab && e < r->t->n_tables; e++) {
         struct ref_table *x = &r->tab[e];
         tensor_free(&x->w);
@@ -369,14 +443,15 @@ int model_reference_grads(const struct train_spec *t, uint64_t seed, const char 
     r.w = calloc((size_t)K, sizeof *r.w);
     r.dw = calloc((size_t)K, sizeof *r.dw);
     r.a = calloc((size_t)L + 1, sizeof *r.a);
+    r.tape = calloc((size_t)L + 1, sizeof *r.tape);
     r.tab = calloc((size_t)t->n_tables + 1, sizeof *r.tab);
-    CAIRN_CHECK_ALLOC(r.w && r.dw && r.a && r.tab ? r.a : NULL);
+    CAIRN_CHECK_ALLOC(r.w && r.dw && r.a && r.tape && r.tab ? r.a : NULL);
     CAIRN_CHECK(ref_params(&r, seed));
     CAIRN_CHECK(reader_cache_create(&rd));
     CAIRN_CHECK(reader_shape(rd, t->data_file, t->features, &fs, &ft));
     CAIRN_CHECK(reader_shape(rd, t->data_file, t->labels, &ls, &lt));
     int64_t n_train = model_train_rows(t, fs.d[0]);
-    int64_t batch = n_train < t->batch ? n_train : t->batch, k_targets = ls.ndim == 2 ? ls.d[1] : 0;
+    int64_t batch = n_train < t->batch ? n_train : t->batch, k_targets = ls.ndim == 2 && !t->lm_on ? ls.d[1] : 0;
     idx = malloc((size_t)n_train * sizeof *idx);
     CAIRN_CHECK_ALLOC(idx);
     if (t->shuffle)

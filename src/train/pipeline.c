@@ -26,6 +26,8 @@
  * gradients, on the replica's pipe communicator (rank = stage). */
 #include "train_priv.h"
 
+#include "layer.h"
+
 #include "cairn/coll.h"
 #include "cairn/clock.h"
 #include "cairn/error.h"
@@ -44,6 +46,7 @@ struct mb {
     struct tensor gin;  /* gradient with respect to out (received, or from the loss) */
     struct tensor gout; /* gradient with respect to in (sent back) */
     struct tensor *act; /* outputs of the stage's inner layers, if kept (local) */
+    struct tensor *tape; /* each layer's tape (layer.h), if kept */
     /* T > 1: this member's rows of in, out, gin and gout */
     struct tensor lin, lout, lgin, lgout;
 };
@@ -60,7 +63,9 @@ struct pipe_bufs {
     int m;          /* this replica's micro-batches (M / R) */
     struct mb *mb;
     struct gsum *gs; /* by layer of the stage */
-    struct tensor *scratch; /* recomputed inner activations */
+    struct tensor *scratch; /* recomputed inner activations ([L]: a recomputed output) */
+    struct tensor *tape;    /* recomputed tapes */
+    struct tensor work;     /* a backward's scratch (layer.h) */
     struct tensor g[2];     /* gradients between layers */
     MPI_Request *rin, *rg, *sout, *sg;
 };
@@ -87,9 +92,12 @@ int pipe_create(struct trainer *t)
     CAIRN_CHECK_ALLOC(p->mb);
     CAIRN_CHECK_ALLOC(p->scratch);
     CAIRN_CHECK_ALLOC(p->rin && p->rg && p->sout && p->sg ? p->rin : NULL);
+    p->tape = calloc((size_t)L + 1, sizeof *p->tape);
+    CAIRN_CHECK_ALLOC(p->tape);
     for (int i = 0; i < m; i++) {
         p->mb[i].act = calloc((size_t)L + 1, sizeof *p->mb[i].act);
-        CAIRN_CHECK_ALLOC(p->mb[i].act);
+        p->mb[i].tape = calloc((size_t)L + 1, sizeof *p->mb[i].tape);
+        CAIRN_CHECK_ALLOC(p->mb[i].act && p->mb[i].tape ? p->mb[i].act : NULL);
     }
     for (int j = 0; j < L; j++) {
         struct gsum *g = &p->gs[j];
@@ -116,9 +124,14 @@ void pipe_destroy(struct trainer *t)
         tensor_free(&b->lgin);
         tensor_free(&b->lgout);
         for (int j = 0; b->act && j <= n_local(t); j++) tensor_free(&b->act[j]);
+        for (int j = 0; b->tape && j <= n_local(t); j++) tensor_free(&b->tape[j]);
         free(b->act);
+        free(b->tape);
     }
     for (int j = 0; p->scratch && j <= n_local(t); j++) tensor_free(&p->scratch[j]);
+    for (int j = 0; p->tape && j <= n_local(t); j++) tensor_free(&p->tape[j]);
+    free(p->tape);
+    tensor_free(&p->work);
     for (int j = 0; p->gs && j < n_local(t); j++) {
         for (int k = 0; p->gs[j].v && k < GSUM_MAX * p->gs[j].np; k++) tensor_free(&p->gs[j].v[k]);
         free(p->gs[j].v);
@@ -211,13 +224,15 @@ cleanup:
 /* Layer j's parameters: the first of them (the stage's local ones follow). */
 static struct tensor *params(struct trainer *t, int j) { return &t->w[param_first(t, t->l0 + j)]; }
 
-static int layer_forward(struct trainer *t, int j, int64_t n, const void *x, void *y)
+static bool dense(const struct trainer *t, int j) { return t->spec->layers[t->l0 + j].kind == LAYER_DENSE; }
+
+static int layer_fwd(struct trainer *t, int j, int64_t n, const void *x, void *y, void *tape)
 {
     enum act a = t->spec->layers[t->l0 + j].act;
     struct tensor *w = params(t, j);
-    if (grid_split(t))
+    if (grid_split(t)) /* dense layers only (config_train.c) */
         return grid_forward(t, n, dim(t, j), dim(t, j + 1), x, w[0].data, w[1].data, a, y);
-    nn_forward(t->dt, n, dim(t, j), dim(t, j + 1), x, w[0].data, w[1].data, a, y);
+    layer_forward(t->spec, t->l0 + j, n, x, w, y, tape);
     return 0;
 }
 
@@ -334,20 +349,43 @@ static struct tensor *inner(struct trainer *t, int i, int j, bool kept)
     return kept ? &t->bufs->mb[i].act[j] : &t->bufs->scratch[j];
 }
 
-/* Forward through the stage's first `upto` layers from its (local) input;
- * inner activations go to kept or scratch storage, the last layer's into
- * the (local) output.  Recomputation passes upto = L - 1: the output is
- * never rewritten, because its send may still be in flight. */
-static int forward(struct trainer *t, int i, bool kept, int upto)
+/* Layer j's tape of micro-batch i, sized for it. */
+static int tape_of(struct trainer *t, int i, int j, bool kept, struct tensor **tape)
+{
+    struct tensor *x = kept ? &t->bufs->mb[i].tape[j] : &t->bufs->tape[j];
+    struct shape s = {.ndim = 1, .d = {layer_tape_numel(t->spec, t->l0 + j, t->bufs->mb[i].n)}};
+    *tape = x;
+    if (x->dtype == t->dt && shape_eq(&x->shape, &s)) return 0;
+    return tensor_resize(x, t->dt, &s);
+}
+
+/* The backward's scratch for layer j and n samples. */
+static int work(struct trainer *t, int j, int64_t n)
+{
+    struct shape s = {.ndim = 1, .d = {layer_scratch_numel(t->spec, t->l0 + j, n)}};
+    if (s.d[0] <= tensor_numel(&t->bufs->work)) return 0;
+    return tensor_resize(&t->bufs->work, t->dt, &s);
+}
+
+/* Forward through the stage's layers from its (local) input; inner
+ * activations and tapes go to kept or scratch storage, the last layer's
+ * output into the (local) output.  A recomputation (`again`) never
+ * rewrites the output, whose send may still be in flight: it stops before
+ * the last layer unless that one keeps a tape, whose output then goes to
+ * scratch. */
+static int forward(struct trainer *t, int i, bool kept, bool again)
 {
     int rc = 0, L = n_local(t);
     struct mb *b = &t->bufs->mb[i];
     const void *x = local(t, &b->in, &b->lin)->data;
+    int upto = again && layer_tape_numel(t->spec, t->l1 - 1, 1) == 0 ? L - 1 : L;
     for (int j = 0; j < upto; j++) {
-        struct tensor *y = j == L - 1 ? local(t, &b->out, &b->lout) : inner(t, i, j + 1, kept);
+        struct tensor *y = j < L - 1 ? inner(t, i, j + 1, kept) : again ? &t->bufs->scratch[L] : local(t, &b->out, &b->lout);
+        struct tensor *tape;
         CAIRN_CHECK(shape2(y, t->dt, b->n, grid_cols(t, dim(t, j + 1))));
+        CAIRN_CHECK(tape_of(t, i, j, kept, &tape));
         CAIRN_CHECK(ps_pull_layer(t, t->l0 + j)); /* the later layers' arrive meanwhile */
-        CAIRN_CHECK(layer_forward(t, j, b->n, x, y->data));
+        CAIRN_CHECK(layer_fwd(t, j, b->n, x, y->data, tape->data));
         x = y->data;
     }
 cleanup:
@@ -396,10 +434,11 @@ static int loss(struct trainer *t, struct batch *bt, struct mb *b)
     int64_t correct, k = dim(t, n_local(t));
     if (talks(t)) {
         CAIRN_CHECK(shape2(&b->gin, t->dt, b->n, k));
-        const int32_t *labels = t->k_targets ? NULL : (const int32_t *)bt->y.data + b->off;
+        int64_t per = t->spec->lm_on ? t->spec->lm.ctx : 1; /* labels of a sample */
+        const int32_t *labels = t->k_targets ? NULL : (const int32_t *)bt->y.data + b->off * per;
         const void *targets = t->k_targets ? row(t, &bt->y, b->off, k) : NULL;
-        t->mb_loss[b - t->bufs->mb] = nn_loss(t->dt, t->spec->loss, b->n, k, b->out.data, labels,
-                                              targets, bt->global, b->gin.data, &correct);
+        t->mb_loss[b - t->bufs->mb] = layer_loss(t->spec, b->n, b->out.data, labels, targets, bt->global,
+                                                 b->gin.data, &correct);
     }
     CAIRN_CHECK(scatter(t, b->n, k, &b->gin, &b->lgin));
 cleanup:
@@ -415,7 +454,7 @@ static int do_forward(struct trainer *t, struct batch *bt, int i)
     view_input(t, bt, b);
     if (!t->first) CAIRN_CHECK(coll_wait(1, &p->rin[i]));
     CAIRN_CHECK(scatter(t, b->n, dim(t, 0), &b->in, &b->lin));
-    CAIRN_CHECK(forward(t, i, keeps(t, i), L));
+    CAIRN_CHECK(forward(t, i, keeps(t, i), false));
     CAIRN_CHECK(gather(t, b->n, dim(t, L), &b->lout, &b->out));
     if (!t->last && talks(t))
         CAIRN_CHECK_MPI(MPI_Isend(b->out.data, (int)tensor_numel(&b->out), real, t->stage + 1,
@@ -438,7 +477,7 @@ static int do_backward(struct trainer *t, struct batch *bt, int i, bool last_of_
     int64_t n = b->n;
     MPI_Datatype real = coll_type(t->dt);
     view_input(t, bt, b);
-    if (!kept && L > 1) CAIRN_CHECK(forward(t, i, false, L - 1)); /* recompute the inner layers */
+    if (!kept) CAIRN_CHECK(forward(t, i, false, true)); /* recompute the inner layers */
     if (!t->last) {
         CAIRN_CHECK(coll_wait(1, &p->rg[i]));
         CAIRN_CHECK(scatter(t, n, dim(t, L), &b->gin, &b->lgin));
@@ -447,14 +486,21 @@ static int do_backward(struct trainer *t, struct batch *bt, int i, bool last_of_
     for (int j = L - 1; j >= 0; j--) {
         int l = t->l0 + j;
         const struct tensor *x = j == 0 ? local(t, &b->in, &b->lin) : inner(t, i, j, kept);
-        const struct tensor *y = j == L - 1 ? local(t, &b->out, &b->lout) : inner(t, i, j + 1, kept);
+        const struct tensor *y = j < L - 1 ? inner(t, i, j + 1, kept) : !kept && !dense(t, j) ? &p->scratch[L] : local(t, &b->out, &b->lout);
         struct tensor *dx = NULL;
         if (j > 0) dx = &p->g[j % 2];
         else if (!t->first || t->spec->n_tables) dx = local(t, &b->gout, &b->lgout); /* tables: their rows' */
         if (dx) CAIRN_CHECK(shape2(dx, t->dt, n, grid_cols(t, dim(t, j))));
-        struct tensor *gw[MODEL_LAYER_MAX_PARAMS];
+        struct tensor *gw[MODEL_LAYER_MAX_PARAMS], *tape;
         CAIRN_CHECK(tree_leaf(t, j, t->mb_lo + i, gw));
-        CAIRN_CHECK(layer_backward_params(t, j, n, x->data, y->data, g->data, gw));
+        if (dense(t, j)) {
+            CAIRN_CHECK(layer_backward_params(t, j, n, x->data, y->data, g->data, gw));
+        } else {
+            CAIRN_CHECK(tape_of(t, i, j, kept, &tape));
+            CAIRN_CHECK(work(t, j, n));
+            layer_backward(t->spec, l, n, x->data, y->data, params(t, j), tape->data, g->data, gw,
+                           dx ? dx->data : NULL, p->work.data);
+        }
         CAIRN_CHECK(tree_fold(t, j));
         /* the reduction and the shards' update of this layer go on while
          * the input gradient is computed */
@@ -462,7 +508,7 @@ static int do_backward(struct trainer *t, struct batch *bt, int i, bool last_of_
             CAIRN_CHECK(tree_close(t, j));
             CAIRN_CHECK(ps_push_layer(t, l));
         }
-        if (dx) CAIRN_CHECK(layer_backward_input(t, j, n, g->data, dx->data));
+        if (dx && dense(t, j)) CAIRN_CHECK(layer_backward_input(t, j, n, g->data, dx->data));
         g = dx;
     }
     if (!t->first || t->spec->n_tables) CAIRN_CHECK(gather(t, n, dim(t, 0), &b->lgout, &b->gout));
@@ -543,7 +589,7 @@ int pipe_eval(struct trainer *t, struct batch *bt, double *loss_sum, int64_t *co
         CAIRN_CHECK(coll_wait(1, &r));
     }
     CAIRN_CHECK(scatter(t, b->n, dim(t, 0), &b->in, &b->lin));
-    CAIRN_CHECK(forward(t, 0, false, L));
+    CAIRN_CHECK(forward(t, 0, false, false));
     CAIRN_CHECK(gather(t, b->n, dim(t, L), &b->lout, &b->out));
     if (!talks(t)) goto cleanup;
     if (!t->last) {
@@ -552,10 +598,10 @@ int pipe_eval(struct trainer *t, struct batch *bt, double *loss_sum, int64_t *co
                                   t->pipe, &r));
         CAIRN_CHECK(coll_wait(1, &r));
     } else {
-        int64_t k = dim(t, L), c = 0;
+        int64_t c = 0;
         const int32_t *labels = t->k_targets ? NULL : (const int32_t *)bt->y.data;
-        *loss_sum += nn_loss(t->dt, t->spec->loss, b->n, k, b->out.data, labels,
-                             t->k_targets ? bt->y.data : NULL, bt->global, NULL, &c);
+        *loss_sum += layer_loss(t->spec, b->n, b->out.data, labels, t->k_targets ? bt->y.data : NULL,
+                                bt->global, NULL, &c);
         *correct += c;
         for (int64_t r = 0; score && r < b->n; r++) /* the logits' margin ranks as p(class 1) does */
             score[r] = t->dt == DT_F64 ? ((double *)b->out.data)[2 * r + 1] - ((double *)b->out.data)[2 * r]

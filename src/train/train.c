@@ -58,9 +58,37 @@ static int shape_of(struct trainer *t, const char *file, const char *ds, struct 
     return rc;
 }
 
+/* A language model's data: tokens [N, ctx] and their next tokens [N, ctx],
+ * integers (cairn data text writes them). */
+static int check_lm_file(struct trainer *t, const char *file, int64_t *rows)
+{
+    int rc = 0;
+    const struct train_spec *sp = t->spec;
+    const char *ds[2] = {sp->features, sp->labels};
+    char sh[96];
+    for (int i = 0; i < 2; i++) {
+        struct shape s;
+        enum dtype dt;
+        CAIRN_CHECK(shape_of(t, file, ds[i], &s, &dt));
+        if (s.ndim != 2 || s.d[1] != sp->lm.ctx || !dtype_is_int(dt))
+            return data_error(t, "dataset '%s' in %s is %s %s; a language model of context %lld takes "
+                                 "integer tokens [N, %lld]",
+                              ds[i], file, dtype_name(dt), shape_format(&s, sh, sizeof sh),
+                              (long long)sp->lm.ctx, (long long)sp->lm.ctx);
+        if (i && s.d[0] != *rows)
+            return data_error(t, "dataset '%s' in %s has %lld rows but '%s' has %lld", ds[1], file,
+                              (long long)s.d[0], ds[0], (long long)*rows);
+        *rows = s.d[0];
+    }
+    t->k_targets = 0;
+cleanup:
+    return rc;
+}
+
 /* The features and labels of one file agree with the model and each other. */
 static int check_file(struct trainer *t, const char *file, int64_t *rows)
 {
+    if (t->spec->lm_on) return check_lm_file(t, file, rows);
     int rc = 0;
     const struct train_spec *sp = t->spec;
     struct shape fs, ls;
@@ -93,19 +121,26 @@ cleanup:
     return rc;
 }
 
-/* Class labels must name an output. */
-static int check_labels(struct trainer *t, const char *file, int64_t first, int64_t n)
+/* Class labels must name an output; a language model's tokens (ds: its
+ * inputs or its labels) must be in its vocabulary. */
+static int check_labels(struct trainer *t, const char *file, const char *ds, int64_t first, int64_t n)
 {
     int rc = 0;
     struct tensor y = {0};
-    int64_t k = t->tp->dims[t->tp->n_layers];
+    const struct train_spec *sp = t->spec;
+    int64_t k = sp->lm_on ? sp->lm.vocab : t->tp->dims[t->tp->n_layers];
     if (t->k_targets || n == 0) return 0;
-    CAIRN_CHECK(reader_rows(t->rt->readers, file, t->spec->labels, first, n, DT_I32, &y));
-    for (int64_t i = 0; i < n; i++) {
-        int32_t v = ((int32_t *)y.data)[i];
+    CAIRN_CHECK(reader_rows(t->rt->readers, file, ds, first, n, DT_I64, &y));
+    for (int64_t i = 0, m = tensor_numel(&y); i < m; i++) {
+        int64_t v = ((int64_t *)y.data)[i];
         if (v < 0 || v >= k) {
-            rc = data_error(t, "dataset '%s' in %s holds class %d, but the model has %lld outputs",
-                            t->spec->labels, file, v, (long long)k);
+            if (sp->lm_on)
+                rc = data_error(t, "dataset '%s' in %s holds token %lld (row %lld), outside the vocabulary "
+                                   "[0, %lld) of model.lm",
+                                ds, file, (long long)v, (long long)(first + i / sp->lm.ctx), (long long)k);
+            else
+                rc = data_error(t, "dataset '%s' in %s holds class %lld, but the model has %lld outputs", ds,
+                                file, (long long)v, (long long)k);
             break;
         }
     }
@@ -143,8 +178,12 @@ static int open_data(struct trainer *t)
         if (sp->holdout_file) CAIRN_CHECK(emb_check_data(t, sp->holdout_file, eval_rows, 0, eval_rows));
     }
     if (t->last) {
-        CAIRN_CHECK(check_labels(t, sp->data_file, 0, t->n_train));
-        CAIRN_CHECK(check_labels(t, t->eval_file, t->eval_first, t->n_eval));
+        CAIRN_CHECK(check_labels(t, sp->data_file, sp->labels, 0, t->n_train));
+        CAIRN_CHECK(check_labels(t, t->eval_file, sp->labels, t->eval_first, t->n_eval));
+    }
+    if (t->first && sp->lm_on) { /* the tokens index the embedding */
+        CAIRN_CHECK(check_labels(t, sp->data_file, sp->features, 0, t->n_train));
+        CAIRN_CHECK(check_labels(t, t->eval_file, sp->features, t->eval_first, t->n_eval));
     }
 cleanup:
     return rc;
@@ -576,7 +615,8 @@ int train_op_evaluate(struct op_call *c)
                                        "on_nan = \"abort\"",
                        isnan(sum[0]) ? "NaN" : "infinite", t->stage);
         CAIRN_CHECK(set_scalar(&c->out[0]->t, sum[0] / (double)t->n_eval));
-        CAIRN_CHECK(set_scalar(&c->out[1]->t, sum[1] / (double)t->n_eval));
+        double per = t->spec->lm_on ? (double)t->spec->lm.ctx : 1; /* a language model's: tokens */
+        CAIRN_CHECK(set_scalar(&c->out[1]->t, sum[1] / (double)t->n_eval / per));
     }
     if (two) {
         double a = NAN;

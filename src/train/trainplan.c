@@ -18,6 +18,8 @@
  *            the tables to it as it writes them (download.c) */
 #include "cairn/trainplan.h"
 
+#include "layer.h"
+
 #include "cairn/arena.h"
 #include "cairn/diag.h"
 #include "cairn/error.h"
@@ -154,6 +156,24 @@ static void fit(const struct plan *p, const struct train_spec *t, int *R, int *P
 
 /* ---- the per-rank memory cap (model.rank_memory_mb) ---------------------------- */
 
+/* Elements of the activations of layers l0 .. l1-1 that keep a tape (a
+ * language model's: layer.h): each one's tape and output for every
+ * micro-batch the recomputation mode keeps, one more set to recompute
+ * into, and the largest backward's scratch.  (A dense layer's activations
+ * are not counted: they are small beside its weights.) */
+static double stage_activations(const struct train_spec *t, int l0, int l1, int R)
+{
+    int64_t m = (t->batch + t->chunks - 1) / t->chunks, mbs = t->chunks / R;
+    double per = 0, scratch = 0;
+    for (int l = l0; l < l1; l++) {
+        double tape = (double)layer_tape_numel(t, l, m), w = (double)layer_scratch_numel(t, l, m);
+        if (tape > 0) per += tape + (double)(m * t->layers[l].units);
+        if (w > scratch) scratch = w;
+    }
+    double kept = t->recompute == RECOMPUTE_NEVER ? (double)mbs : t->recompute == RECOMPUTE_EXCEPT_LAST ? 1 : 0;
+    return (kept + 1) * per + scratch;
+}
+
 /* Bytes of the parameters and their gradients that the first (largest)
  * member of a stage of T ranks holds (its block-cyclic units of each),
  * with the partial sums of the gradient tree on a replica of R: up to
@@ -171,7 +191,7 @@ static double stage_bytes(const struct train_spec *t, int s, int64_t T, int R)
         int64_t rows = model_param_rows(t, k), mine = cyclic_owned(vec ? rows : model_param_cols(t, k), t->block, T, 0);
         n += copies * (double)(vec ? mine : rows * mine);
     }
-    return n * (double)dtype_size(t->dtype);
+    return (n + stage_activations(t, l0, l0 + (int)t->balance[s], R)) * (double)dtype_size(t->dtype);
 }
 
 /* Bytes the first (largest) PS shard holds: its rows of every parameter,
@@ -212,9 +232,10 @@ static int check_memory(const struct train_spec *t, int R, int P, bool copy, str
             snprintf(hint, sizeof hint, ": it fits with pipeline.ranks_per_stage = %lld", (long long)T);
         diags_add(d, t->memory_file, t->memory_line,
                   "pipeline stage %d needs %.1f MiB per rank for its parameters and gradients (with the "
-                  "gradient tree's partial sums) "
+                  "gradient tree's partial sums)%s "
                   "with pipeline.ranks_per_stage = %lld, over model.rank_memory_mb = %lld%s",
-                  s, need / mib, (long long)t->ranks_per_stage, (long long)t->rank_memory_mb, hint);
+                  s, need / mib, t->lm_on ? " and activations" : "", (long long)t->ranks_per_stage,
+                  (long long)t->rank_memory_mb, hint);
         errors++;
     }
     double need = shard_bytes(t, P, copy);
@@ -241,11 +262,27 @@ int trainplan_describe(const void *spec, const void *part, struct strbuf *out)
     const struct train_spec *t = spec;
     const struct train_plan *tp = part;
     int64_t embedded = t->width0 - t->inputs;
-    strbuf_addf(out, "model: %lld inputs", (long long)t->inputs);
-    if (embedded) strbuf_addf(out, " + %lld from tables", (long long)embedded);
-    for (int l = 0; l < t->n_layers; l++)
-        strbuf_addf(out, " -> %lld %s", (long long)t->layers[l].units, act_name(t->layers[l].act));
-    strbuf_addf(out, "; %s, %s\n", loss_name(t->loss), dtype_name(t->dtype));
+    if (t->lm_on) {
+        const struct lm_spec *x = &t->lm;
+        double n = 0;
+        for (int k = 0; k < t->n_params; k++) n += (double)(model_param_rows(t, k) * model_param_cols(t, k));
+        strbuf_addf(out, "model: language model, vocabulary %lld, context %lld, width %lld, %lld head%s, "
+                         "%lld block%s, mlp %lld; %.0f parameters; next-token cross-entropy, %s\n",
+                    (long long)x->vocab, (long long)x->ctx, (long long)x->d, (long long)x->heads,
+                    x->heads == 1 ? "" : "s", (long long)x->blocks, x->blocks == 1 ? "" : "s",
+                    (long long)x->mlp, n, dtype_name(t->dtype));
+        for (int s = 0; s < tp->stages; s++) {
+            int l0 = tp->first_layer[s], l1 = tp->first_layer[s + 1], b = l1 - l0 - (l0 == 0) - (l1 == t->n_layers);
+            strbuf_addf(out, "  stage %d: %s%d block%s%s\n", s, l0 == 0 ? "embeddings, " : "", b, b == 1 ? "" : "s",
+                        l1 == t->n_layers ? ", final norm and head" : "");
+        }
+    } else {
+        strbuf_addf(out, "model: %lld inputs", (long long)t->inputs);
+        if (embedded) strbuf_addf(out, " + %lld from tables", (long long)embedded);
+        for (int l = 0; l < t->n_layers; l++)
+            strbuf_addf(out, " -> %lld %s", (long long)t->layers[l].units, act_name(t->layers[l].act));
+        strbuf_addf(out, "; %s, %s\n", loss_name(t->loss), dtype_name(t->dtype));
+    }
     for (int e = 0; e < t->n_tables; e++) {
         const struct embed_spec *x = &t->tables[e];
         int64_t lo, hi;
@@ -389,7 +426,7 @@ static void add_stop(struct tp *x, struct task *t, const char *blob, const char 
 /* Two classes: evaluate also gives the held-out AUC. */
 static bool binary(const struct train_spec *t)
 {
-    return t->loss == LOSS_SOFTMAX_CE && t->layers[t->n_layers - 1].units == 2;
+    return !t->lm_on && t->loss == LOSS_SOFTMAX_CE && t->layers[t->n_layers - 1].units == 2;
 }
 
 static void plan_epoch_end(struct tp *x)

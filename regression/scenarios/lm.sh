@@ -1,0 +1,176 @@
+# A transformer language model (model.lm) through the pipeline: its
+# first gradients, computed by the pipeline (1 or 2 stages, both schedules,
+# every activation checkpointing mode, 1 or 2 replicas, 1 or 2 PS
+# shards), equal bit for bit the single-process reference `cairn grads`;
+# the trained model.h5 is the same bits for every layout and after a stop
+# and resume; the loss falls below the unigram level; bad input gets a
+# message and exit 2.
+. "$(dirname "$0")/../lib.sh"
+enter
+T_TIMEOUT=90
+run text "$CAIRN" data text --out text.h5 --context 16 "$CAIRN_ROOT/doc/cairn-job.5" "$CAIRN_ROOT/doc/cairn.1"
+expect_rc data/text-exit text 0
+expect_grep data/text-message text.out "^text.h5: [0-9]+ windows of 16 byte tokens"
+# the labels are the features shifted by one token, across windows too
+py 'import h5py, sys
+f = h5py.File("text.h5", "r"); x = f["features"][()].ravel(); y = f["labels"][()].ravel()
+sys.exit(0 if (y[:-1] == x[1:]).all() and x.dtype.kind == "i" else 1)' && pass data/next-tokens ||
+    fail data/next-tokens "labels are not the features' next tokens"
+
+cat >lm.cfg <<'CFG'
+name = "lm";
+seed = 3;
+model = { lm = { vocab = 256; context = 16; width = 24; heads = 3; blocks = 2; mlp = 40; }; dtype = "f64"; };
+data = { file = "text.h5"; batch = 24; holdout = 0.1; };
+pipeline = { chunks = 4; };
+ps = { shards = 1; optimizer = "adam"; lr = 0.003; };
+stop = { max_epochs = 1; };
+steps_per_epoch = 1;
+debug = { grads = "dist.h5"; };
+CFG
+
+run print "$CAIRN" print lm.cfg --set pipeline.stages=2
+expect_grep print/model print.out "^model: language model, vocabulary 256, context 16, width 24, 3 heads, 2 blocks, mlp 40; [0-9]+ parameters"
+expect_grep print/stage0 print.out "^  stage 0: embeddings, 1 block$"
+expect_grep print/stage1 print.out "^  stage 1: 1 block, final norm and head$"
+
+same() { h5same "$1" "$2" /grads; }
+run ref "$CAIRN" grads lm.cfg -o ref.h5
+expect_rc reference/exit ref 0
+# every parameter has a gradient, and they are not all zero
+py 'import h5py, sys
+g = h5py.File("ref.h5", "r")["grads"]
+names = sorted(l + "/" + p for l in g for p in g[l])
+want = ["L0/pos", "L0/tok"] + sorted("L%d/%s" % (b, p) for b in (1, 2) for p in
+    "ln1.g ln1.b qkv.W qkv.b proj.W proj.b ln2.g ln2.b fc.W fc.b out.W out.b".split()) + ["L3/W", "L3/lnf.b", "L3/lnf.g"]
+sys.exit(0 if names == sorted(want) and all(abs(g[n][()]).max() > 0 for n in names) else 1)' &&
+    pass reference/every-parameter || fail reference/every-parameter "missing or all-zero gradients in ref.h5"
+
+check_grads() { # NAME NP SETTINGS...
+    local name=$1 np=$2
+    shift 2
+    rm -f dist.h5
+    mpi "$name" "$np" run lm.cfg --run-dir "r-$name" "$@"
+    if [ "$(cat "$name.rc")" = 0 ] && same ref.h5 dist.h5; then pass "grads/$name"
+    else fail "grads/$name" "exit $(cat "$name.rc") or gradients differ from the reference" "$name.err"; fi
+}
+check_grads S1-P1 2
+for mode in always except_last never; do
+    check_grads "S2-P2-$mode-gpipe" 4 --set pipeline.stages=2 --set ps.shards=2 --set pipeline.checkpoint=$mode
+done
+check_grads S2-P2-1f1b 4 --set pipeline.stages=2 --set ps.shards=2 --set pipeline.schedule=1f1b
+check_grads S2-R2-P1 5 --set pipeline.stages=2 --set replicas=2
+check_grads S1-R2-P2 4 --set replicas=2 --set ps.shards=2
+
+# a few steps of training: the same model.h5 for every layout, and after a
+# stop and resume
+train() { # NAME NP SETTINGS...
+    local name=$1 np=$2
+    shift 2
+    mpi "$name" "$np" run lm.cfg --run-dir "t-$name" --set steps_per_epoch=4 --set stop.max_epochs=2 "$@"
+    expect_rc "train/$name-exit" "$name" 0
+}
+sed -i '/^debug/d' lm.cfg
+train S1-P1 2
+train S2-R2-P2 6 --set pipeline.stages=2 --set replicas=2 --set ps.shards=2
+same_h5 train/layouts-bitwise t-S1-P1/model.h5 t-S2-R2-P2/model.h5
+mpi stop 4 run lm.cfg --run-dir t-resumed --set steps_per_epoch=4 --set stop.max_epochs=1 --set pipeline.stages=2 \
+    --set ps.shards=2
+train resumed 4 --set pipeline.stages=2 --set ps.shards=2
+same_h5 train/resume-bitwise t-S1-P1/model.h5 t-resumed/model.h5
+py 'import h5py, sys
+m = h5py.File(sys.argv[1], "r")
+ok = m.attrs["kind"] == b"lm" and m.attrs["blocks"] == 2 and m["embed/tok"].shape == (256, 24) \
+    and m["blocks/1/qkv.W"].shape == (24, 72) and m["head/W"].shape == (24, 256)
+sys.exit(0 if ok else 1)' t-S1-P1/model.h5 && pass model-file/names || fail model-file/names "model.h5 layout"
+
+# PyTorch's autograd on a plain-torch transcription of the model (float64,
+# the initial parameters read from the epoch-0 checkpoint, the first 24
+# windows in order) gives the reference's gradients
+run ref-torch "$CAIRN" grads lm.cfg -o ref-torch.h5 --set data.shuffle=false
+blobs=()
+for p in L0.tok L0.pos L3.lnf.g L3.lnf.b L3.W; do blobs+=(--blob "ps/$p"); done
+for b in 1 2; do for p in ln1.g ln1.b qkv.W qkv.b proj.W proj.b ln2.g ln2.b fc.W fc.b out.W out.b; do
+    blobs+=(--blob "ps/L$b.$p"); done; done
+run init "$CAIRN" ckpt extract t-S1-P1/ckpt --epoch 0 "${blobs[@]}" -o init.h5
+expect_rc torch/extract-exit init 0
+py 'import h5py, math, numpy as np, sys, torch
+import torch.nn.functional as F
+torch.set_default_dtype(torch.float64)
+P = {k: torch.tensor(v[()], requires_grad=True) for k, v in h5py.File("init.h5", "r")["ps"].items()}
+f = h5py.File("text.h5", "r")
+x = torch.tensor(f["features"][:24].astype(np.int64)); y = torch.tensor(f["labels"][:24].astype(np.int64))
+N, C, D, H = 24, 16, 24, 3
+ln = lambda h, g, b: F.layer_norm(h, (D,), g, b, eps=1e-5)
+heads = lambda t: t.view(N, C, H, D // H).transpose(1, 2)
+mask = torch.tril(torch.ones(C, C, dtype=torch.bool))
+h = P["L0.tok"][x] + P["L0.pos"]
+for l in (1, 2):
+    p = lambda n: P["L%d.%s" % (l, n)]
+    q, k, v = (ln(h, p("ln1.g"), p("ln1.b")) @ p("qkv.W") + p("qkv.b")).split(D, dim=-1)
+    s = (heads(q) @ heads(k).transpose(-1, -2) / math.sqrt(D // H)).masked_fill(~mask, -math.inf)
+    h = h + (s.softmax(-1) @ heads(v)).transpose(1, 2).reshape(N, C, D) @ p("proj.W") + p("proj.b")
+    h = h + F.gelu(ln(h, p("ln2.g"), p("ln2.b")) @ p("fc.W") + p("fc.b")) @ p("out.W") + p("out.b")
+z = ln(h, P["L3.lnf.g"], P["L3.lnf.b"]) @ P["L3.W"]
+F.cross_entropy(z.reshape(-1, 256), y.reshape(-1)).backward()
+g = h5py.File("ref-torch.h5", "r")["grads"]
+worst = 0
+for name, t in P.items():
+    l, rest = name.split(".", 1)
+    ours, theirs = g[l][rest][()], t.grad.numpy()
+    worst = max(worst, abs(ours - theirs).max() / abs(theirs).max())
+print("largest relative difference %.2e over %d parameters" % (worst, len(P)))
+sys.exit(0 if len(P) == 29 and worst < 1e-9 else 1)' >torch.cmp 2>&1 && pass torch/gradients ||
+    fail torch/gradients "$(tail -3 torch.cmp)"
+
+# it learns: after two epochs of the whole text the held-out loss is below
+# the unigram model's (the byte frequencies' entropy, in nats)
+grep -v '^steps_per_epoch' lm.cfg >learn.cfg
+mpi learn 4 run learn.cfg --run-dir learn --set stop.max_epochs=2 --set pipeline.stages=2 \
+    --set ps.shards=2 --set model.dtype='"f32"'
+expect_rc learn/exit learn 0
+py 'import h5py, json, numpy as np, sys
+y = h5py.File("text.h5", "r")["labels"][()].ravel()
+p = np.bincount(y, minlength=256) / len(y); p = p[p > 0]
+unigram = -(p * np.log(p)).sum()
+loss = [json.loads(l) for l in open("learn/metrics.jsonl") if "\"loss\"" in l][-1]["loss"]
+print("held-out loss %.3f, unigram %.3f" % (loss, unigram))
+sys.exit(0 if loss < unigram - 0.1 else 1)' >learn.cmp && pass learn/below-unigram ||
+    fail learn/below-unigram "$(cat learn.cmp)"
+
+# bad input
+py 'import h5py, numpy as np
+x = np.zeros((40, 16), np.int32); y = np.zeros((40, 16), np.int32); x[7, 3] = 300
+with h5py.File("bad.h5", "w") as f: f["features"] = x; f["labels"] = y
+with h5py.File("short.h5", "w") as f: f["features"] = np.zeros((40, 8), np.int32); f["labels"] = np.zeros((40, 8), np.int32)'
+mpi token 3 run lm.cfg --run-dir bad1 --set data.file='"bad.h5"'
+expect_rc bad/token-exit token 2
+expect_grep bad/token-message token.err "lm.cfg:4: data: dataset 'features' in bad.h5 holds token 300 \(row 7\), outside the vocabulary \[0, 256\)"
+mpi short 3 run lm.cfg --run-dir bad2 --set data.file='"short.h5"'
+expect_rc bad/context-exit short 2
+expect_grep bad/context-message short.err "dataset 'features' in short.h5 is i32 \[40, 8\]; a language model of context 16 takes integer tokens \[N, 16\]"
+run heads "$CAIRN" check lm.cfg --set model.lm.heads=5
+expect_rc bad/heads-exit heads 2
+expect_grep bad/heads-message heads.err "model.lm: heads = 5 does not divide width = 24"
+run tp "$CAIRN" check lm.cfg --set pipeline.ranks_per_stage=2
+expect_rc bad/tensor-parallel-exit tp 2
+expect_grep bad/tensor-parallel-message tp.err "a language model's stages run on one rank each"
+run stages "$CAIRN" check lm.cfg --set pipeline.stages=3
+expect_grep bad/stages-message stages.err "pipeline.stages = 3 but the model has 2 blocks: every stage needs at least one"
+run balance "$CAIRN" check lm.cfg --set pipeline.stages=2 --set 'pipeline.balance=[2, 1]'
+expect_grep bad/balance-message balance.err "balance \[2, 1\] sums to 3 but the model has 2 blocks"
+cat >mixed.cfg <<'CFG'
+name = "mixed";
+model = { inputs = 4; lm = { vocab = 256; context = 16; width = 24; blocks = 1; }; };
+data = { file = "text.h5"; };
+CFG
+run mixed "$CAIRN" check mixed.cfg
+expect_rc bad/mixed-exit mixed 2
+expect_grep bad/mixed-message mixed.err "mixed.cfg:2: model.inputs does not go with model.lm"
+# activations count against model.rank_memory_mb: a context of 512 needs more
+run memory "$CAIRN" check lm.cfg --set model.rank_memory_mb=2 --set model.lm.context=512 --set pipeline.checkpoint='"never"'
+expect_rc bad/memory-exit memory 2
+expect_grep bad/memory-message memory.err "pipeline stage 0 needs [0-9.]+ MiB per rank for its parameters and gradients \(with the gradient tree's partial sums\) and activations"
+run text-none "$CAIRN" data text --out none.h5 --context 16 /nonexistent/file
+expect_rc bad/text-missing-exit text-none 2
+[ ! -e none.h5 ] && pass bad/text-missing-no-output || fail bad/text-missing-no-output "none.h5 was written"

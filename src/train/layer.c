@@ -1,0 +1,81 @@
+/* One layer's arithmetic, whatever its kind; see src/train/layer.h. */
+#include "layer.h"
+
+#include "cairn/lm.h"
+#include "cairn/model.h"
+#include "cairn/nn.h"
+
+static struct lm_shape shape_of(const struct train_spec *t)
+{
+    return (struct lm_shape){.ctx = t->lm.ctx, .d = t->lm.d, .heads = t->lm.heads, .mlp = t->lm.mlp};
+}
+
+static int64_t layer_inputs(const struct train_spec *t, int l) { return l ? t->layers[l - 1].units : t->width0; }
+
+int64_t layer_tape_numel(const struct train_spec *t, int l, int64_t n)
+{
+    struct lm_shape s = shape_of(t);
+    switch (t->layers[l].kind) {
+    case LAYER_LM_BLOCK: return lm_tape_numel(&s, n);
+    case LAYER_LM_HEAD: return lm_head_tape_numel(&s, n);
+    default: return 0; /* x and y are enough */
+    }
+}
+
+int64_t layer_scratch_numel(const struct train_spec *t, int l, int64_t n)
+{
+    struct lm_shape s = shape_of(t);
+    switch (t->layers[l].kind) {
+    case LAYER_LM_BLOCK: return lm_scratch_numel(&s, n);
+    case LAYER_LM_HEAD: return lm_head_scratch_numel(&s, n);
+    default: return 0;
+    }
+}
+
+void layer_forward(const struct train_spec *t, int l, int64_t n, const void *x, const struct tensor *w,
+                   void *y, void *tape)
+{
+    struct lm_shape s = shape_of(t);
+    const void *p[MODEL_LAYER_MAX_PARAMS];
+    for (int q = 0; q < model_layer_params(t->layers[l].kind); q++) p[q] = w[q].data;
+    switch (t->layers[l].kind) {
+    case LAYER_DENSE:
+        nn_forward(t->dtype, n, layer_inputs(t, l), t->layers[l].units, x, p[0], p[1], t->layers[l].act, y);
+        break;
+    case LAYER_LM_EMBED: lm_embed_forward(t->dtype, &s, n, x, p[0], p[1], y); break;
+    case LAYER_LM_BLOCK: lm_block_forward(t->dtype, &s, n, x, p, y, tape); break;
+    case LAYER_LM_HEAD: lm_head_forward(t->dtype, &s, t->lm.vocab, n, x, p, y, tape); break;
+    }
+}
+
+void layer_backward(const struct train_spec *t, int l, int64_t n, const void *x, const void *y,
+                    const struct tensor *w, const void *tape, void *dy, struct tensor *const *dw, void *dx,
+                    void *scratch)
+{
+    struct lm_shape s = shape_of(t);
+    const void *p[MODEL_LAYER_MAX_PARAMS];
+    void *dp[MODEL_LAYER_MAX_PARAMS];
+    for (int q = 0; q < model_layer_params(t->layers[l].kind); q++) p[q] = w[q].data, dp[q] = dw[q]->data;
+    switch (t->layers[l].kind) {
+    case LAYER_DENSE:
+        nn_backward(t->dtype, n, layer_inputs(t, l), t->layers[l].units, x, p[0], y, t->layers[l].act, dy,
+                    dp[0], dp[1], dx, false);
+        break;
+    case LAYER_LM_EMBED: lm_embed_backward(t->dtype, &s, t->lm.vocab, n, x, dy, dp[0], dp[1], false); break;
+    case LAYER_LM_BLOCK: lm_block_backward(t->dtype, &s, n, p, tape, dy, dp, false, dx, scratch); break;
+    case LAYER_LM_HEAD:
+        lm_head_backward(t->dtype, &s, t->lm.vocab, n, p, tape, dy, dp, false, dx, scratch);
+        break;
+    }
+}
+
+double layer_loss(const struct train_spec *t, int64_t n, const void *z, const int32_t *labels,
+                  const void *targets, int64_t batch, void *dz, int64_t *correct)
+{
+    if (!t->lm_on)
+        return nn_loss(t->dtype, t->loss, n, t->layers[t->n_layers - 1].units, z, labels, targets, batch, dz,
+                       correct);
+    int64_t c = t->lm.ctx;
+    return nn_loss(t->dtype, LOSS_SOFTMAX_CE, n * c, t->lm.vocab, z, labels, NULL, batch * c, dz, correct) /
+           (double)c;
+}

@@ -1,0 +1,36 @@
+/* Private to the training modules: one layer's arithmetic on one rank,
+ * whatever its kind (train_spec.h), for the pipeline stages and the
+ * single-process reference alike, so both compute every number the same
+ * way.  x [n, in] -> y [n, units] for n samples; w: the layer's
+ * parameters (model.h's order).  What the backward needs beyond x and y
+ * is kept in a tape of layer_tape_numel elements; the backward's working
+ * space is layer_scratch_numel elements. */
+#ifndef CAIRN_LAYER_H
+#define CAIRN_LAYER_H
+
+#include "cairn/tensor.h"
+#include "cairn/train_spec.h"
+
+#include <stdint.h>
+
+int64_t layer_tape_numel(const struct train_spec *t, int l, int64_t n);
+int64_t layer_scratch_numel(const struct train_spec *t, int l, int64_t n);
+void layer_forward(const struct train_spec *t, int l, int64_t n, const void *x, const struct tensor *w,
+                   void *y, void *tape);
+/* dy (overwritten) -> dw[q] = each parameter's gradient, and, unless dx
+ * is NULL, dx [n, in].  A language model's embedding layer takes tokens
+ * and has no dx. */
+void layer_backward(const struct train_spec *t, int l, int64_t n, const void *x, const void *y,
+                    const struct tensor *w, const void *tape, void *dy, struct tensor *const *dw, void *dx,
+                    void *scratch);
+
+/* The loss of the model's outputs z for n samples against their labels
+ * (a language model: each sample's ctx next tokens) or targets; as
+ * nn_loss, the sum of the samples' losses (a language model's: the mean
+ * over its positions), dz (unless NULL) averaged over the `batch` samples
+ * of the whole mini-batch, and *correct the right predictions (a language
+ * model's: tokens). */
+double layer_loss(const struct train_spec *t, int64_t n, const void *z, const int32_t *labels,
+                  const void *targets, int64_t batch, void *dz, int64_t *correct);
+
+#endif
