@@ -13,7 +13,8 @@
 /* The model's parameters are one flat list: layer l holds parameters
  * t->param0[l] .. t->param0[l+1]-1 (a dense layer: W [inputs, units], then
  * b [units]), and the embedding tables follow, k = t->n_params + e. */
-enum { MODEL_MAX_PARAMS = 1024, MODEL_LAYER_MAX_PARAMS = 16 }; /* config checks the first */
+/* Bounds config_train.c asserts every model within (PS message tags). */
+enum { MODEL_MAX_PARAMS = 1024, MODEL_LAYER_MAX_PARAMS = 16 };
 int model_layer_params(enum layer_kind kind); /* how many a layer of this kind has */
 int model_param_layer(const struct train_spec *t, int k);
 int model_param_ndim(const struct train_spec *t, int k); /* 1: a vector, 2: a matrix */

@@ -76,7 +76,9 @@ train S2-R2-P2 6 --set pipeline.stages=2 --set replicas=2 --set ps.shards=2
 same_h5 train/layouts-bitwise t-S1-P1/model.h5 t-S2-R2-P2/model.h5
 mpi stop 4 run lm.cfg --run-dir t-resumed --set steps_per_epoch=4 --set stop.max_epochs=1 --set pipeline.stages=2 \
     --set ps.shards=2
+expect_rc train/stop-exit stop 0
 train resumed 4 --set pipeline.stages=2 --set ps.shards=2
+expect_grep train/resumed-from-epoch-1 resumed.out "resuming after epoch 1 "
 same_h5 train/resume-bitwise t-S1-P1/model.h5 t-resumed/model.h5
 py 'import h5py, sys
 m = h5py.File(sys.argv[1], "r")
@@ -143,9 +145,15 @@ py 'import h5py, numpy as np
 x = np.zeros((40, 16), np.int32); y = np.zeros((40, 16), np.int32); x[7, 3] = 300
 with h5py.File("bad.h5", "w") as f: f["features"] = x; f["labels"] = y
 with h5py.File("short.h5", "w") as f: f["features"] = np.zeros((40, 8), np.int32); f["labels"] = np.zeros((40, 8), np.int32)'
-mpi token 3 run lm.cfg --run-dir bad1 --set data.file='"bad.h5"'
+mpi token 4 run lm.cfg --run-dir bad1 --set data.file='"bad.h5"' --set pipeline.stages=2
 expect_rc bad/token-exit token 2
 expect_grep bad/token-message token.err "lm.cfg:4: data: dataset 'features' in bad.h5 holds token 300 \(row 7\), outside the vocabulary \[0, 256\)"
+# the reference refuses them too (its embedding would index outside the table)
+run grads-token "$CAIRN" grads lm.cfg -o bad-ref.h5 --set data.file='"bad.h5"' --set data.batch=40 --set data.holdout=0
+expect_rc bad/grads-token-exit grads-token 2
+expect_grep bad/grads-token-message grads-token.err "lm.cfg:4: data: a token of the first batch is outside the vocabulary \[0, 256\)"
+run grads-short "$CAIRN" grads lm.cfg -o bad-ref.h5 --set data.file='"short.h5"'
+expect_rc bad/grads-context-exit grads-short 2
 mpi short 3 run lm.cfg --run-dir bad2 --set data.file='"short.h5"'
 expect_rc bad/context-exit short 2
 expect_grep bad/context-message short.err "dataset 'features' in short.h5 is i32 \[40, 8\]; a language model of context 16 takes integer tokens \[N, 16\]"
@@ -156,8 +164,10 @@ run tp "$CAIRN" check lm.cfg --set pipeline.ranks_per_stage=2
 expect_rc bad/tensor-parallel-exit tp 2
 expect_grep bad/tensor-parallel-message tp.err "a language model's stages run on one rank each"
 run stages "$CAIRN" check lm.cfg --set pipeline.stages=3
+expect_rc bad/stages-exit stages 2
 expect_grep bad/stages-message stages.err "pipeline.stages = 3 but the model has 2 blocks: every stage needs at least one"
 run balance "$CAIRN" check lm.cfg --set pipeline.stages=2 --set 'pipeline.balance=[2, 1]'
+expect_rc bad/balance-exit balance 2
 expect_grep bad/balance-message balance.err "balance \[2, 1\] sums to 3 but the model has 2 blocks"
 cat >mixed.cfg <<'CFG'
 name = "mixed";

@@ -837,7 +837,8 @@ static const char usage_grads[] =
     "The gradients of a model job's first mini-batch, split into the job's\n"
     "micro-batches, computed in this one process with no pipeline, parameter\n"
     "server or MPI: the reference for the distributed gradients the job's\n"
-    "debug.grads option writes.  Datasets /grads/L<i>/W and /grads/L<i>/b,\n"
+    "debug.grads option writes.  Datasets /grads/L<i>/<name> for each layer's\n"
+    "parameters (W and b; a language model's as cairn-job(5) names them),\n"
     "and for each embedding table the rows the batch touched:\n"
     "/grads/embeddings/<name>/ids and .../rows (in the order the shards hold\n"
     "them).  Embedding tables are held whole in this process.\n";

@@ -29,7 +29,9 @@ static int cfg_choice(struct cfg *c, const config_setting_t *g, const char *key,
     return dflt;
 }
 
-_Static_assert(2 * NN_MAX_LAYERS <= MODEL_MAX_PARAMS, "a model's parameters beyond the PS's tags");
+_Static_assert(2 * (int)NN_MAX_LAYERS <= (int)MODEL_MAX_PARAMS, "a model's parameters beyond the PS's tags");
+_Static_assert((int)LM_N_PARAMS * ((int)NN_MAX_LAYERS - 2) + 5 <= (int)MODEL_MAX_PARAMS, "a language model's parameters beyond the PS's tags");
+_Static_assert((int)LM_N_PARAMS <= (int)MODEL_LAYER_MAX_PARAMS, "a block's parameters beyond a layer's");
 
 static void parse_layers(struct cfg *c, const config_setting_t *m, struct train_spec *t)
 {

@@ -429,6 +429,27 @@ static void ref_free(struct ref *r)
     free(r->a);
 }
 
+/* A language model's data as the trainers check it (train.c): integer
+ * tokens [N, ctx] in both datasets, and the batch's in the vocabulary
+ * (else the embedding would index outside its table). */
+static int ref_check_lm(const struct train_spec *t, const struct shape *fs, enum dtype ft, const struct shape *ls,
+                        enum dtype lt, const struct tensor *x, const struct tensor *y)
+{
+    int64_t V = t->lm.vocab;
+    if (fs->ndim != 2 || fs->d[1] != t->lm.ctx || !dtype_is_int(ft) || !shape_eq(fs, ls) || !dtype_is_int(lt))
+        return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "%s:%d: data: a language model of context %lld "
+                             "takes integer tokens [N, %lld] in '%s' and '%s' of %s", t->file, t->data_line,
+                             (long long)t->lm.ctx, (long long)t->lm.ctx, t->features, t->labels, t->data_file);
+    for (int64_t i = 0, n = tensor_numel(x); i < n; i++) {
+        double a = tensor_get(x, i);
+        int32_t b = ((const int32_t *)y->data)[i];
+        if (a >= 0 && a < (double)V && b >= 0 && b < V) continue;
+        return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "%s:%d: data: a token of the first batch is "
+                             "outside the vocabulary [0, %lld) of model.lm", t->file, t->data_line, (long long)V);
+    }
+    return 0;
+}
+
 int model_reference_grads(const struct train_spec *t, uint64_t seed, const char *out)
 {
     int rc = 0, L = t->n_layers, K = t->n_params;
@@ -461,6 +482,7 @@ int model_reference_grads(const struct train_spec *t, uint64_t seed, const char 
     CAIRN_CHECK(reader_gather(rd, t->data_file, t->features, idx, batch, t->dtype, &x));
     CAIRN_CHECK(reader_gather(rd, t->data_file, t->labels, idx, batch, k_targets ? t->dtype : DT_I32, &y));
     if (t->n_tables) CAIRN_CHECK(ref_tables(&r, rd, seed, idx, batch, &x));
+    if (t->lm_on) CAIRN_CHECK(ref_check_lm(t, &fs, ft, &ls, lt, &x, &y));
     for (int64_t n = 1; n < t->chunks; n *= 2) depth++;
     tmp = calloc((size_t)(K * depth) + 1, sizeof *tmp);
     CAIRN_CHECK_ALLOC(tmp);

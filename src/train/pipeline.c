@@ -225,6 +225,8 @@ cleanup:
 static struct tensor *params(struct trainer *t, int j) { return &t->w[param_first(t, t->l0 + j)]; }
 
 static bool dense(const struct trainer *t, int j) { return t->spec->layers[t->l0 + j].kind == LAYER_DENSE; }
+/* Does layer j keep a tape (so a recomputation must run it too)? */
+static bool taped(const struct trainer *t, int j) { return layer_tape_numel(t->spec, t->l0 + j, 1) > 0; }
 
 static int layer_fwd(struct trainer *t, int j, int64_t n, const void *x, void *y, void *tape)
 {
@@ -378,7 +380,7 @@ static int forward(struct trainer *t, int i, bool kept, bool again)
     int rc = 0, L = n_local(t);
     struct mb *b = &t->bufs->mb[i];
     const void *x = local(t, &b->in, &b->lin)->data;
-    int upto = again && layer_tape_numel(t->spec, t->l1 - 1, 1) == 0 ? L - 1 : L;
+    int upto = again && !taped(t, L - 1) ? L - 1 : L;
     for (int j = 0; j < upto; j++) {
         struct tensor *y = j < L - 1 ? inner(t, i, j + 1, kept) : again ? &t->bufs->scratch[L] : local(t, &b->out, &b->lout);
         struct tensor *tape;
@@ -486,7 +488,7 @@ static int do_backward(struct trainer *t, struct batch *bt, int i, bool last_of_
     for (int j = L - 1; j >= 0; j--) {
         int l = t->l0 + j;
         const struct tensor *x = j == 0 ? local(t, &b->in, &b->lin) : inner(t, i, j, kept);
-        const struct tensor *y = j < L - 1 ? inner(t, i, j + 1, kept) : !kept && !dense(t, j) ? &p->scratch[L] : local(t, &b->out, &b->lout);
+        const struct tensor *y = j < L - 1 ? inner(t, i, j + 1, kept) : !kept && taped(t, j) ? &p->scratch[L] : local(t, &b->out, &b->lout);
         struct tensor *dx = NULL;
         if (j > 0) dx = &p->g[j % 2];
         else if (!t->first || t->spec->n_tables) dx = local(t, &b->gout, &b->lgout); /* tables: their rows' */

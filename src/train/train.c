@@ -128,16 +128,19 @@ static int check_labels(struct trainer *t, const char *file, const char *ds, int
     int rc = 0;
     struct tensor y = {0};
     const struct train_spec *sp = t->spec;
-    int64_t k = sp->lm_on ? sp->lm.vocab : t->tp->dims[t->tp->n_layers];
-    if (t->k_targets || n == 0) return 0;
-    CAIRN_CHECK(reader_rows(t->rt->readers, file, ds, first, n, DT_I64, &y));
-    for (int64_t i = 0, m = tensor_numel(&y); i < m; i++) {
-        int64_t v = ((int64_t *)y.data)[i];
-        if (v < 0 || v >= k) {
+    int64_t k = sp->lm_on ? sp->lm.vocab : t->tp->dims[t->tp->n_layers], per = sp->lm_on ? sp->lm.ctx : 1;
+    int64_t rows = (INT64_C(1) << 20) / per + 1; /* read in pieces: memory does not follow the data */
+    if (t->k_targets) return 0;
+    for (int64_t at = first; at < first + n && rc == 0; at += rows) {
+        int64_t r = first + n - at < rows ? first + n - at : rows;
+        CAIRN_CHECK(reader_rows(t->rt->readers, file, ds, at, r, DT_I64, &y));
+        for (int64_t i = 0, m = tensor_numel(&y); i < m; i++) {
+            int64_t v = ((int64_t *)y.data)[i];
+            if (v >= 0 && v < k) continue;
             if (sp->lm_on)
                 rc = data_error(t, "dataset '%s' in %s holds token %lld (row %lld), outside the vocabulary "
                                    "[0, %lld) of model.lm",
-                                ds, file, (long long)v, (long long)(first + i / sp->lm.ctx), (long long)k);
+                                ds, file, (long long)v, (long long)(at + i / per), (long long)k);
             else
                 rc = data_error(t, "dataset '%s' in %s holds class %lld, but the model has %lld outputs", ds,
                                 file, (long long)v, (long long)k);

@@ -156,22 +156,30 @@ static void fit(const struct plan *p, const struct train_spec *t, int *R, int *P
 
 /* ---- the per-rank memory cap (model.rank_memory_mb) ---------------------------- */
 
-/* Elements of the activations of layers l0 .. l1-1 that keep a tape (a
- * language model's: layer.h): each one's tape and output for every
- * micro-batch the recomputation mode keeps, one more set to recompute
- * into, and the largest backward's scratch.  (A dense layer's activations
- * are not counted: they are small beside its weights.) */
+/* Elements of the activations of a stage of layers l0 .. l1-1, if one
+ * keeps a tape (a language model's: layer.h): each layer's tape and output
+ * for every micro-batch the recomputation mode keeps, one more set to
+ * recompute into, and the largest backward's scratch; every micro-batch's
+ * input and output and their gradients (pipeline.c keeps them all); and an
+ * evaluation batch's tapes and outputs, all at once.  (A dense model's
+ * activations are not counted: they are small beside its weights.) */
 static double stage_activations(const struct train_spec *t, int l0, int l1, int R)
 {
-    int64_t m = (t->batch + t->chunks - 1) / t->chunks, mbs = t->chunks / R;
-    double per = 0, scratch = 0;
+    int64_t m = (t->batch + t->chunks - 1) / t->chunks, mbs = t->chunks / R, E = t->eval_batch;
+    double per = 0, scratch = 0, eval = 0;
+    bool taped = false;
     for (int l = l0; l < l1; l++) {
         double tape = (double)layer_tape_numel(t, l, m), w = (double)layer_scratch_numel(t, l, m);
-        if (tape > 0) per += tape + (double)(m * t->layers[l].units);
+        taped |= tape > 0;
+        per += tape + (double)(m * t->layers[l].units);
+        eval += (double)layer_tape_numel(t, l, E) + (double)(E * t->layers[l].units);
         if (w > scratch) scratch = w;
     }
+    if (!taped) return 0;
+    int64_t in = l0 ? t->layers[l0 - 1].units : t->width0, out = t->layers[l1 - 1].units;
     double kept = t->recompute == RECOMPUTE_NEVER ? (double)mbs : t->recompute == RECOMPUTE_EXCEPT_LAST ? 1 : 0;
-    return (kept + 1) * per + scratch;
+    double edges = (double)mbs * (double)m * 2.0 * (double)(in + out);
+    return (kept + 1) * per + scratch + edges + eval + (double)(E * in);
 }
 
 /* Bytes of the parameters and their gradients that the first (largest)
@@ -226,7 +234,7 @@ static int check_memory(const struct train_spec *t, int R, int P, bool copy, str
         double need = stage_bytes(t, s, t->ranks_per_stage, R);
         if (need <= cap) continue;
         int64_t T = t->ranks_per_stage;
-        while (T < 1024 && stage_bytes(t, s, T, R) > cap) T++;
+        while (!t->lm_on && T < 1024 && stage_bytes(t, s, T, R) > cap) T++; /* an LM's stages: T = 1 */
         char hint[96] = ": no stage size fits it";
         if (stage_bytes(t, s, T, R) <= cap)
             snprintf(hint, sizeof hint, ": it fits with pipeline.ranks_per_stage = %lld", (long long)T);
