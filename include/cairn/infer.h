@@ -27,6 +27,8 @@ const char *infer_labels(const struct infer_model *m);
 int64_t infer_eval_batch(const struct infer_model *m);
 int64_t infer_outputs(const struct infer_model *m);
 bool infer_softmax(const struct infer_model *m);
+/* A language model's tokens per row (its context); 0 for a model of layers. */
+int64_t infer_tokens(const struct infer_model *m);
 
 struct infer_opts {
     const char *data;           /* the data file */
@@ -52,5 +54,24 @@ struct infer_result {
  * Every rank returns the same code. */
 int infer_run(MPI_Comm comm, const struct infer_model *m, const struct infer_opts *o,
               struct infer_result *r);
+
+/* A language model's text (cairn generate): the prompt's bytes, then
+ * `tokens` more, each the largest logit's (temperature 0) or drawn from
+ * the softmax of the logits over the temperature, among the top_k largest
+ * (0: all), with a uniform number keyed by (seed, its place).  With the
+ * cache of keys and values each token costs one position; no_cache runs
+ * the whole window through the batch kernels instead.  Past the context,
+ * the window keeps its last half and encodes it again.  *out (malloc'd)
+ * holds the prompt and the new bytes, *n of them.  Errors: CAIRN_EINPUT
+ * (not a language model of byte tokens, an empty prompt, a byte outside
+ * the vocabulary). */
+struct infer_gen {
+    const char *prompt;
+    int64_t prompt_len, tokens, top_k;
+    double temperature;
+    uint64_t seed;
+    bool no_cache;
+};
+int infer_generate(const struct infer_model *m, const struct infer_gen *g, unsigned char **out, int64_t *n);
 
 #endif

@@ -81,4 +81,16 @@ void lm_head_backward(enum dtype dt, const struct lm_shape *s, int64_t vocab, in
                       const void *const *p, const void *tape, const void *dy, void *const *dp,
                       bool accumulate, void *dx, void *scratch);
 
+/* Generation with a cache of keys and values: position t of one sequence
+ * through a block, x [d] -> y [d] (may alias), kc and vc [ctx, d] holding
+ * positions < t's keys and values and receiving t's; and one row through
+ * the head, logits y [vocab].  work: lm_step_work_numel elements.  Sums run
+ * in another order than the batch kernels': the same numbers within
+ * rounding, not bit for bit. */
+int64_t lm_step_work_numel(const struct lm_shape *s);
+void lm_block_step(enum dtype dt, const struct lm_shape *s, int64_t t, const void *x, const void *const *p,
+                   void *kc, void *vc, void *y, void *work);
+void lm_head_row(enum dtype dt, const struct lm_shape *s, int64_t vocab, const void *x, const void *const *p,
+                 void *y, void *work);
+
 #endif

@@ -22,7 +22,7 @@ expect_rc install/rc install 0
 expect_grep install/says install.out "installed cairn $version in $pre \([0-9]+ files; module use $pre/share/modulefiles\)"
 for f in bin/cairn share/man/man1/cairn.1 share/man/man5/cairn-job.5 share/cairn/jobs/demo.cfg \
     share/cairn/jobs/counter.cfg share/cairn/slurm/cairn.sbatch share/cairn/slurm/sweep.sbatch \
-    share/cairn/python/cairn_model.py "share/modulefiles/cairn/$version"; do
+    share/cairn/python/cairn_model.py share/cairn/python/cairn_lm.py "share/modulefiles/cairn/$version"; do
     [ -f "$pre/$f" ] && pass "install/has/$f" || fail "install/has/$f" "$pre/$f is missing"
 done
 # an earlier install's file that this one does not install: gone after a reinstall

@@ -140,6 +140,88 @@ print("held-out loss %.3f, unigram %.3f" % (loss, unigram))
 sys.exit(0 if loss < unigram - 0.1 else 1)' >learn.cmp && pass learn/below-unigram ||
     fail learn/below-unigram "$(cat learn.cmp)"
 
+# using the model: cairn eval on the held-out rows gives the figures the
+# run logged, on any number of ranks; the Python loader's numpy and torch
+# logits give the same loss; generate is one text per seed, and greedy is
+# the full forward's argmax at every position, with or without the cache
+first=$(py 'import h5py; n = len(h5py.File("text.h5", "r")["labels"]); print(n - int(0.1 * n))')
+run eval1 "$CAIRN" eval learn/model.h5 text.h5 --rows "$first:" --json
+mpi eval2 2 eval learn/model.h5 text.h5 --rows "$first:" --json
+expect_rc eval/exit eval1 0
+py 'import json, sys
+logged = [json.loads(l) for l in open("learn/metrics.jsonl") if "\"loss\"" in l][-1]
+a, b = (json.loads(open(f).read()) for f in ("eval1.out", "eval2.out"))
+ok = a["loss"] == logged["loss"] and a["accuracy"] == logged["accuracy"] and (a["loss"], a["accuracy"]) == (b["loss"], b["accuracy"])
+ok = ok and abs(a["bits_per_token"] - a["loss"] / 0.6931471805599453) < 1e-6 and a["perplexity"] > 1
+print(a, b, logged)
+sys.exit(0 if ok else 1)' >eval.cmp && pass eval/held-out-as-logged || fail eval/held-out-as-logged "$(cat eval.cmp)"
+run predict-lm "$CAIRN" predict learn/model.h5 text.h5 -o p.h5
+expect_rc eval/predict-refused-exit predict-lm 2
+expect_grep eval/predict-refused-message predict-lm.err "a language model's outputs are not predicted row by row: cairn generate writes text from it"
+PYTHONPATH=$CAIRN_ROOT/python py 'import cairn_lm, h5py, json, numpy as np, sys, torch
+f = h5py.File("text.h5", "r"); first = int(sys.argv[1])
+x, y = f["features"][first:], f["labels"][first:].astype(np.int64)
+worst = 0
+for path, tol, ev in (("t-S1-P1/model.h5", 1e-9, None), ("learn/model.h5", 1e-5, "eval1.out")):
+    m = cairn_lm.load(path)
+    z = m.logits(x)
+    with torch.no_grad():
+        zt = m.to_torch()(torch.tensor(x.astype(np.int64))).double().numpy()
+    worst = max(worst, abs(z - zt).max() / abs(z).max())
+    if ev:
+        lse = np.log(np.exp(z - z.max(-1, keepdims=True)).sum(-1)) + z.max(-1)
+        loss = (lse - np.take_along_axis(z, y[..., None], -1)[..., 0]).mean()
+        cairn = json.load(open(ev))["loss"]
+        print("numpy loss %.9g, cairn eval %.9g" % (loss, cairn))
+        if abs(loss - cairn) > 1e-5 * cairn: sys.exit(1)
+print("numpy and torch logits: largest relative difference %.1e" % worst)
+sys.exit(0 if worst < 1e-5 else 1)' "$first" >python.cmp 2>&1 && pass python/numpy-torch-cairn ||
+    fail python/numpy-torch-cairn "$(tail -3 python.cmp)"
+gen() { run "$1" "$CAIRN" generate learn/model.h5 --prompt "The " "${@:2}"; }
+gen greedy --tokens 12
+gen greedy-nc --tokens 12 --no-cache
+gen long --tokens 40
+gen long-nc --tokens 40 --no-cache
+gen s1 --tokens 40 --temperature 1 --seed 1
+gen s1-again --tokens 40 --temperature 1 --seed 1
+gen s2 --tokens 40 --temperature 1 --seed 2
+gen topk1 --tokens 40 --temperature 1 --top-k 1 --seed 2
+expect_rc generate/exit greedy 0
+[ "$(head -c 4 greedy.out)" = "The " ] && [ "$(head -1 greedy.out | wc -c)" = 17 ] && pass generate/prompt-and-tokens ||
+    fail generate/prompt-and-tokens "$(cat greedy.out)"
+same_bytes generate/cache-as-full-forward greedy.out greedy-nc.out
+same_bytes generate/cache-past-the-context long.out long-nc.out
+same_bytes generate/seed-repeats s1.out s1-again.out
+cmp -s s1.out s2.out && fail generate/seeds-differ "seeds 1 and 2 gave the same text" || pass generate/seeds-differ
+same_bytes generate/top-k-1-is-greedy long.out topk1.out
+PYTHONPATH=$CAIRN_ROOT/python py 'import cairn_lm, numpy as np, sys
+t = np.frombuffer(open("greedy.out", "rb").read().rstrip(b"\n"), np.uint8).astype(np.int64)
+z = cairn_lm.load("learn/model.h5").logits(t[None, :-1])[0]
+chosen = z[np.arange(3, len(t) - 1), t[4:]]  # each byte generate chose: the largest (ties within f32 rounding)
+sys.exit(0 if (chosen >= z[3:].max(-1) - 1e-4 * abs(z[3:]).max()).all() else 1)' && pass generate/greedy-is-argmax ||
+    fail generate/greedy-is-argmax "a byte is not the argmax of the numpy forward"
+run gen-empty "$CAIRN" generate learn/model.h5 --prompt "" --tokens 4
+expect_rc generate/empty-prompt-exit gen-empty 2
+run gen-notokens "$CAIRN" generate learn/model.h5 --prompt "a"
+expect_rc generate/no-tokens-exit gen-notokens 2
+# a model file is untrusted: a dataset missing, a shape that is not the attributes'
+py 'import h5py, shutil
+shutil.copy("learn/model.h5", "miss.h5"); shutil.copy("learn/model.h5", "shape.h5")
+with h5py.File("miss.h5", "a") as f: del f["blocks/0/fc.b"]
+with h5py.File("shape.h5", "a") as f: f.attrs["mlp"] = 41'
+run miss "$CAIRN" eval miss.h5 text.h5
+expect_rc model-file/missing-exit miss 2
+expect_grep model-file/missing-message miss.err "miss.h5: /blocks/0: it holds 11 objects, not 12"
+run shape "$CAIRN" generate shape.h5 --prompt a --tokens 1
+expect_rc model-file/shape-exit shape 2
+expect_grep model-file/shape-message shape.err "shape.h5: /blocks/0/fc.W: its shape is not \[24, 41\], as the attributes give it"
+PYTHONPATH=$CAIRN_ROOT/python py 'import cairn_lm
+try:
+    cairn_lm.load("shape.h5")
+except cairn_lm.ModelError as e:
+    print(e)' >shape.py
+expect_grep model-file/python-shape shape.py "^shape.h5: /blocks/0/fc.W: its shape is not \[24, 41\], as the attributes give it"
+
 # bad input
 py 'import h5py, numpy as np
 x = np.zeros((40, 16), np.int32); y = np.zeros((40, 16), np.int32); x[7, 3] = 300

@@ -50,6 +50,7 @@ static const char usage_main[] =
     "  ops             list the ops a job can use, with their parameters\n"
     "  eval MODEL.h5 DATA.h5     a trained model's loss and accuracy on data\n"
     "  predict MODEL.h5 DATA.h5 -o OUT.h5   its outputs for every row\n"
+    "  generate MODEL.h5 --prompt TEXT --tokens N   text from a language model\n"
     "  plot RUN_DIR... -o FILE.png   loss, accuracy, samples/s per epoch\n"
     "  grads JOB.cfg   a model job's first gradients, computed in one process\n"
     "  bench sgemm     this core's single-precision GEMM rate (for benchmarks)\n"
@@ -985,6 +986,7 @@ int cairn_main(int argc, char **argv)
     if (strcmp(cmd, "grads") == 0) return cmd_grads(argc - 1, argv + 1);
     if (strcmp(cmd, "eval") == 0) return cli_eval(argc - 1, argv + 1);
     if (strcmp(cmd, "predict") == 0) return cli_predict(argc - 1, argv + 1);
+    if (strcmp(cmd, "generate") == 0) return cli_generate(argc - 1, argv + 1);
     if (strcmp(cmd, "plot") == 0) return cli_plot(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 1, argv + 1);
     fprintf(stderr, "cairn: unknown command '%s'\n%s", cmd, usage_main);

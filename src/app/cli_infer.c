@@ -17,6 +17,7 @@ static const char usage_eval[] =
     "                                 [--rows FIRST:END] [--batch B] [--json]\n"
     "\n"
     "The loss and accuracy (and the AUC, for two classes) of a model cairn wrote\n"
+    "(a language model's: per token, with the perplexity and bits per token)\n"
     "(RUN_DIR/model.h5) on rows of DATA.h5, computed as training computes its\n"
     "held-out metrics: pointed at the held-out rows, the figures the run logged.\n"
     "On any number of ranks (each reads its share of the rows), or alone.\n"
@@ -122,8 +123,12 @@ static void print_json_number(const char *name, double v)
         printf(",\"%s\":null", name);
 }
 
-static void report(const struct cmd *c, const struct infer_result *r, int ranks)
+/* tokens: a language model's per row (0 for a model of layers), whose
+ * loss is also given as perplexity and bits per token (per byte, for
+ * cairn data text's byte tokens). */
+static void report(const struct cmd *c, const struct infer_result *r, int ranks, int64_t tokens)
 {
+    double ppl = exp(r->loss), bits = r->loss / log(2.0);
     double rate = r->seconds > 0 ? (double)r->rows / r->seconds : 0;
     int64_t end = c->o.first + r->rows;
     if (c->json) {
@@ -133,6 +138,10 @@ static void report(const struct cmd *c, const struct infer_result *r, int ranks)
             print_json_number("loss", r->loss);
             print_json_number("accuracy", r->accuracy);
             if (!isnan(r->auc)) print_json_number("auc", r->auc);
+            if (tokens) {
+                print_json_number("perplexity", ppl);
+                print_json_number("bits_per_token", bits);
+            }
         }
         printf(",\"seconds\":%.6f,\"rows_per_second\":%.1f}\n", r->seconds, rate);
         return;
@@ -146,6 +155,7 @@ static void report(const struct cmd *c, const struct infer_result *r, int ranks)
     printf("eval: rows %lld:%lld of %s on %d rank%s: loss = %.9g, accuracy = %.9g", (long long)c->o.first,
            (long long)end, c->o.data, ranks, ranks == 1 ? "" : "s", r->loss, r->accuracy);
     if (!isnan(r->auc)) printf(", auc = %.9g", r->auc);
+    if (tokens) printf(" (of %lld tokens a row), perplexity = %.6g, bits per token = %.6g", (long long)tokens, ppl, bits);
     printf(" (%.3f s, %.0f rows/s)\n", r->seconds, rate);
 }
 
@@ -170,7 +180,7 @@ static int run(int argc, char **argv, bool predict)
         if (!c.o.batch) c.o.batch = infer_eval_batch(m);
         rc = infer_run(comm, m, &c.o, &r);
     }
-    if (me == 0 && rc == 0) report(&c, &r, size);
+    if (me == 0 && rc == 0) report(&c, &r, size, infer_tokens(m));
     if (me == 0 && rc) fprintf(stderr, "cairn: %s\n", cairn_errmsg());
     fflush(stdout);
     infer_close(&m);
@@ -181,3 +191,100 @@ static int run(int argc, char **argv, bool predict)
 
 int cli_eval(int argc, char **argv) { return run(argc, argv, false); }
 int cli_predict(int argc, char **argv) { return run(argc, argv, true); }
+
+/* ---- generate ---------------------------------------------------------------- */
+
+static const char usage_generate[] =
+    "usage: cairn generate MODEL.h5 --prompt TEXT --tokens N [--temperature T]\n"
+    "                      [--top-k K] [--seed S] [--no-cache] [--json]\n"
+    "\n"
+    "Text from a language model cairn trained (model.lm, byte tokens): the\n"
+    "prompt, then N more bytes, written to stdout.  Temperature 0 (the default)\n"
+    "takes the most likely byte each time; above 0 a byte is drawn from the\n"
+    "softmax of the logits over T among the K most likely (default: all), the\n"
+    "same text for the same seed (default 1).  Each byte costs one position: a\n"
+    "cache keeps every block's keys and values (--no-cache runs the whole window\n"
+    "through the model for each byte instead: the same bytes within rounding,\n"
+    "slower).  --json prints one JSON line of timings after the text.\n";
+
+int cli_generate(int argc, char **argv)
+{
+    static const struct option opts[] = {{"prompt", required_argument, NULL, 'p'},
+                                         {"tokens", required_argument, NULL, 'n'},
+                                         {"temperature", required_argument, NULL, 't'},
+                                         {"top-k", required_argument, NULL, 'k'},
+                                         {"seed", required_argument, NULL, 's'},
+                                         {"no-cache", no_argument, NULL, 'c'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
+    struct infer_gen g = {.seed = 1, .tokens = -1};
+    bool json = false;
+    char *e;
+    int o, threads = 0, size = 1;
+    optind = 0;
+    opterr = 0;
+    while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (o) {
+        case 'p': g.prompt = optarg; break;
+        case 'n':
+            g.tokens = strtoll(optarg, &e, 10);
+            if (*e || e == optarg || g.tokens < 0 || g.tokens > (1 << 24))
+                return cli_usage_error(usage_generate, "--tokens needs an integer from 0 to 16777216, not '%s'", optarg);
+            break;
+        case 't':
+            g.temperature = strtod(optarg, &e);
+            if (*e || e == optarg || !(g.temperature >= 0 && g.temperature <= 1e6))
+                return cli_usage_error(usage_generate, "--temperature needs a number from 0 to 1e6, not '%s'", optarg);
+            break;
+        case 'k':
+            g.top_k = strtoll(optarg, &e, 10);
+            if (*e || e == optarg || g.top_k < 1 || g.top_k > (1 << 24))
+                return cli_usage_error(usage_generate, "--top-k needs an integer from 1 to 16777216, not '%s'", optarg);
+            break;
+        case 's': {
+            unsigned long long v = strtoull(optarg, &e, 10);
+            if (*e || e == optarg || optarg[0] == '-')
+                return cli_usage_error(usage_generate, "--seed needs an integer >= 0, not '%s'", optarg);
+            g.seed = v;
+            break;
+        }
+        case 'c': g.no_cache = true; break;
+        case 'j': json = true; break;
+        case 'h': fputs(usage_generate, stdout); return CAIRN_EXIT_OK;
+        default: return cli_usage_error(usage_generate, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1 || !g.prompt || g.tokens < 0)
+        return cli_usage_error(usage_generate, "%s", "generate needs MODEL.h5, --prompt and --tokens");
+    g.prompt_len = (int64_t)strlen(g.prompt);
+    if (slurm_launch_check()) return CAIRN_EXIT_INPUT;
+    cli_mpi_init(&argc, &argv, &threads);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    struct infer_model *m = NULL;
+    unsigned char *text = NULL;
+    int64_t n = 0;
+    int rc = size == 1 ? 0 : cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "generate runs on one rank, not %d", size);
+    double t0 = MPI_Wtime(), t1 = t0;
+    if (rc == 0) rc = infer_open(argv[optind], &m);
+    if (rc == 0) {
+        t0 = MPI_Wtime();
+        rc = infer_generate(m, &g, &text, &n);
+        t1 = MPI_Wtime();
+    }
+    if (rc == 0) {
+        fwrite(text, 1, (size_t)n, stdout);
+        putchar('\n');
+        if (json)
+            printf("{\"command\":\"generate\",\"tokens\":%lld,\"cache\":%s,\"seconds\":%.6f,\"tokens_per_second\":%.1f}\n",
+                   (long long)g.tokens, g.no_cache ? "false" : "true", t1 - t0,
+                   t1 > t0 ? (double)g.tokens / (t1 - t0) : 0.0);
+    } else {
+        fprintf(stderr, "cairn: %s\n", cairn_errmsg());
+    }
+    free(text);
+    infer_close(&m);
+    fflush(stdout);
+    MPI_Finalize();
+    return cairn_exit_code(rc);
+}

@@ -10,6 +10,7 @@ void cli_mpi_init(int *argc, char ***argv, int *threads);
 /* cairn eval and cairn predict (cli_infer.c). */
 int cli_eval(int argc, char **argv);
 int cli_predict(int argc, char **argv);
+int cli_generate(int argc, char **argv);
 /* cairn plot (plot.c). */
 int cli_plot(int argc, char **argv);
 

@@ -342,6 +342,9 @@ static int write_lm(struct trainer *t, struct op_call *c, hid_t f)
     CAIRN_CHECK(h5_attr_put_str(f, "job_name", c->ctx->rt->plan->job->name));
     CAIRN_CHECK(h5_attr_put_str(f, "cairn_version", CAIRN_VERSION));
     CAIRN_CHECK(h5_attr_put_i64(f, "epochs", c->ctx->rt->epoch));
+    CAIRN_CHECK(h5_attr_put_str(f, "features", sp->features));
+    CAIRN_CHECK(h5_attr_put_str(f, "labels", sp->labels));
+    CAIRN_CHECK(h5_attr_put_i64(f, "eval_batch", sp->eval_batch));
     for (int i = 0; i < 6; i++) CAIRN_CHECK(h5_attr_put_i64(f, attrs[i], vals[i]));
     for (int l = 0; l < sp->n_layers; l++) {
         char name[64];

@@ -1,6 +1,8 @@
 /* Using a trained model; see include/cairn/infer.h. */
 #include "cairn/infer.h"
 
+#include "infer_priv.h"
+
 #include "cairn/clock.h"
 #include "cairn/coll.h"
 #include "cairn/embed_bag.h"
@@ -22,28 +24,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Bounds on what an untrusted model file may claim (a string attribute:
- * at most MAX_NAME - 1 bytes). */
-enum { MAX_TABLES = 64, MAX_WIDTH = 1 << 24, MAX_NAME = 256 };
-
-struct infer_table {
-    char name[MAX_NAME], ids[MAX_NAME], path[MAX_NAME + 32];
-    int64_t rows, dim, column;
-    bool mean;
-};
-
-struct infer_model {
-    char path[4096], features[MAX_NAME], labels[MAX_NAME];
-    enum dtype dt;
-    enum loss loss;
-    int64_t inputs, width0, eval_batch;
-    int L, n_tables;
-    struct tensor *W, *b;
-    enum act *act;
-    struct infer_table *tab;
-    struct reader_cache *rd; /* the model's datasets and the data's */
-};
-
 /* ---- reading model.h5 ------------------------------------------------------- */
 
 /* model.h5 is untrusted input (anyone may hand over a file), validated as
@@ -63,7 +43,7 @@ struct infer_model {
  * Messages name the object: "/layers/0/W: non-finite value at [3, 7]". */
 
 /* An optional string attribute into buf (dflt if it is missing). */
-static int attr_str(hid_t obj, const char *name, const char *dflt, char *buf, size_t size)
+int infer_attr_str(hid_t obj, const char *name, const char *dflt, char *buf, size_t size)
 {
     char *s = NULL;
     if (dflt && H5Aexists(obj, name) == 0) {
@@ -98,7 +78,7 @@ cleanup:
     return rc;
 }
 
-static int open_group(hid_t f, const char *path, hid_t *g)
+int infer_open_group(hid_t f, const char *path, hid_t *g)
 {
     int rc = 0;
     CAIRN_CHECK(check_object(f, path, H5O_TYPE_GROUP));
@@ -109,7 +89,7 @@ cleanup:
 
 /* Dataset path: of the model's dtype exactly (no conversion but byte
  * order), ndim dimensions, its data in the file; *s its shape. */
-static int check_dataset(const struct infer_model *m, hid_t f, const char *path, int ndim, struct shape *s)
+int infer_check_dataset(const struct infer_model *m, hid_t f, const char *path, int ndim, struct shape *s)
 {
     int rc = 0;
     hid_t d = H5I_INVALID_HID, sp = H5I_INVALID_HID;
@@ -167,7 +147,7 @@ static int check_finite(const char *path, const struct tensor *t)
 }
 
 /* Dataset path, [rows, ...], checked, read whole and checked finite. */
-static int read_param(struct infer_model *m, hid_t f, const char *path, int64_t rows, int64_t cols,
+int infer_read_param(struct infer_model *m, hid_t f, const char *path, int64_t rows, int64_t cols,
                       struct tensor *t)
 {
     int rc = 0;
@@ -185,8 +165,8 @@ static int read_layer(struct infer_model *m, hid_t f, int l, int64_t in)
     hid_t grp = H5I_INVALID_HID;
     struct shape ws, bs;
     snprintf(g, sizeof g, "/layers/%d", l);
-    CAIRN_CHECK(open_group(f, g, &grp));
-    if ((rc = attr_str(grp, "activation", NULL, act, sizeof act)) != 0) {
+    CAIRN_CHECK(infer_open_group(f, g, &grp));
+    if ((rc = infer_attr_str(grp, "activation", NULL, act, sizeof act)) != 0) {
         cairn_err_wrap(rc, "%s: ", g);
         goto cleanup;
     }
@@ -194,17 +174,17 @@ static int read_layer(struct infer_model *m, hid_t f, int l, int64_t in)
     if (a < 0) CAIRN_FAIL(CAIRN_EINPUT, "%s: unknown activation '%s'", g, act);
     m->act[l] = (enum act)a;
     snprintf(ds, sizeof ds, "%s/W", g);
-    CAIRN_CHECK(check_dataset(m, f, ds, 2, &ws));
+    CAIRN_CHECK(infer_check_dataset(m, f, ds, 2, &ws));
     if (ws.d[0] != in || ws.d[1] < 1 || ws.d[1] > MAX_WIDTH)
         CAIRN_FAIL(CAIRN_EINPUT, "%s: it is [%lld, %lld]; it must be [%lld, 1 .. %d]", ds, (long long)ws.d[0],
                    (long long)ws.d[1], (long long)in, MAX_WIDTH);
-    CAIRN_CHECK(read_param(m, f, ds, in, ws.d[1], &m->W[l]));
+    CAIRN_CHECK(infer_read_param(m, f, ds, in, ws.d[1], &m->W[l]));
     snprintf(ds, sizeof ds, "%s/b", g);
-    CAIRN_CHECK(check_dataset(m, f, ds, 1, &bs));
+    CAIRN_CHECK(infer_check_dataset(m, f, ds, 1, &bs));
     if (bs.d[0] != ws.d[1])
         CAIRN_FAIL(CAIRN_EINPUT, "%s: it has %lld values; the layer has %lld units", ds, (long long)bs.d[0],
                    (long long)ws.d[1]);
-    CAIRN_CHECK(read_param(m, f, ds, bs.d[0], 1, &m->b[l]));
+    CAIRN_CHECK(infer_read_param(m, f, ds, bs.d[0], 1, &m->b[l]));
 cleanup:
     if (grp >= 0) H5Gclose(grp);
     return rc;
@@ -218,7 +198,7 @@ static int check_layer_count(hid_t f, int64_t L)
     int rc = 0;
     hid_t g = H5I_INVALID_HID;
     H5G_info_t info;
-    CAIRN_CHECK(open_group(f, "/layers", &g));
+    CAIRN_CHECK(infer_open_group(f, "/layers", &g));
     CAIRN_CHECK_H5(H5Gget_info(g, &info));
     if (info.nlinks != (hsize_t)L)
         CAIRN_FAIL(CAIRN_EINPUT, "/layers: it holds %llu objects, but attribute 'layers' is %lld",
@@ -232,8 +212,8 @@ static int table_attrs(hid_t g, struct infer_table *x)
 {
     int rc = 0;
     char combine[MAX_NAME];
-    CAIRN_CHECK(attr_str(g, "ids", NULL, x->ids, sizeof x->ids));
-    CAIRN_CHECK(attr_str(g, "combine", NULL, combine, sizeof combine));
+    CAIRN_CHECK(infer_attr_str(g, "ids", NULL, x->ids, sizeof x->ids));
+    CAIRN_CHECK(infer_attr_str(g, "combine", NULL, combine, sizeof combine));
     if (strcmp(combine, "sum") != 0 && strcmp(combine, "mean") != 0)
         CAIRN_FAIL(CAIRN_EINPUT, "combine is '%s', not sum or mean", combine);
     x->mean = combine[0] == 'm';
@@ -252,12 +232,12 @@ static int read_table(struct infer_model *m, hid_t f, const char *name, struct i
     snprintf(x->name, sizeof x->name, "%s", name);
     snprintf(g, sizeof g, "/embeddings/%s", name);
     snprintf(x->path, sizeof x->path, "%s/table", g);
-    CAIRN_CHECK(open_group(f, g, &grp));
+    CAIRN_CHECK(infer_open_group(f, g, &grp));
     if ((rc = table_attrs(grp, x)) != 0) {
         cairn_err_wrap(rc, "%s: ", g);
         goto cleanup;
     }
-    CAIRN_CHECK(check_dataset(m, f, x->path, 2, &s));
+    CAIRN_CHECK(infer_check_dataset(m, f, x->path, 2, &s));
     if (s.d[0] < 1 || s.d[1] < 1 || s.d[1] > MAX_WIDTH)
         CAIRN_FAIL(CAIRN_EINPUT, "%s: it is [%lld, %lld]; it must be [1 or more, 1 .. %d]", x->path,
                    (long long)s.d[0], (long long)s.d[1], MAX_WIDTH);
@@ -309,7 +289,7 @@ static int read_tables(struct infer_model *m, hid_t f)
     hid_t emb = H5I_INVALID_HID;
     H5G_info_t info;
     if (H5Lexists(f, "embeddings", H5P_DEFAULT) <= 0) return 0;
-    CAIRN_CHECK(open_group(f, "/embeddings", &emb));
+    CAIRN_CHECK(infer_open_group(f, "/embeddings", &emb));
     CAIRN_CHECK_H5(H5Gget_info(emb, &info));
     if (info.nlinks > MAX_TABLES) CAIRN_FAIL(CAIRN_EINPUT, "/embeddings: more than %d tables", MAX_TABLES);
     CAIRN_CHECK_ALLOC(m->tab = calloc(info.nlinks + 1, sizeof *m->tab));
@@ -337,21 +317,34 @@ static int read_root(struct infer_model *m, hid_t f, int64_t *L)
     char s[MAX_NAME];
     if (H5Aexists(f, "cairn_version") <= 0)
         CAIRN_FAIL(CAIRN_EINPUT, "no attribute 'cairn_version': not a model file cairn wrote");
-    if (H5Aexists(f, "kind") > 0) { /* a language model's (download.c) */
-        CAIRN_CHECK(attr_str(f, "kind", NULL, s, sizeof s));
-        CAIRN_FAIL(CAIRN_EINPUT, "a model of kind '%s': eval and predict take a model of layers (a "
-                                 "language model's held-out loss is in its run's log and metrics.jsonl)", s);
-    }
-    CAIRN_CHECK(attr_str(f, "loss", NULL, s, sizeof s));
+    CAIRN_CHECK(infer_attr_str(f, "loss", NULL, s, sizeof s));
     int loss = name_index(loss_names, s);
     if (loss < 0) CAIRN_FAIL(CAIRN_EINPUT, "unknown loss '%s'", s);
     m->loss = (enum loss)loss;
-    CAIRN_CHECK(attr_str(f, "dtype", NULL, s, sizeof s));
+    CAIRN_CHECK(infer_attr_str(f, "dtype", NULL, s, sizeof s));
     if ((m->dt = dtype_parse(s)) != DT_F32 && m->dt != DT_F64) CAIRN_FAIL(CAIRN_EINPUT, "dtype '%s' is not f32 or f64", s);
     CAIRN_CHECK(h5_attr_get_i64(f, "inputs", 0, MAX_WIDTH, CAIRN_EINPUT, &m->inputs));
     CAIRN_CHECK(h5_attr_get_i64(f, "layers", 1, NN_MAX_LAYERS, CAIRN_EINPUT, L));
-    CAIRN_CHECK(attr_str(f, "features", "features", m->features, sizeof m->features));
-    CAIRN_CHECK(attr_str(f, "labels", "labels", m->labels, sizeof m->labels));
+    CAIRN_CHECK(infer_attr_str(f, "features", "features", m->features, sizeof m->features));
+    CAIRN_CHECK(infer_attr_str(f, "labels", "labels", m->labels, sizeof m->labels));
+    m->eval_batch = 1024;
+    if (H5Aexists(f, "eval_batch") != 0)
+        CAIRN_CHECK(h5_attr_get_i64(f, "eval_batch", 1, 1 << 24, CAIRN_EINPUT, &m->eval_batch));
+cleanup:
+    return rc;
+}
+
+/* A language model's root attributes that are not its shape (infer_lm.c
+ * reads that). */
+static int read_lm_root(struct infer_model *m, hid_t f)
+{
+    int rc = 0;
+    char s[MAX_NAME];
+    CAIRN_CHECK(infer_attr_str(f, "dtype", NULL, s, sizeof s));
+    if ((m->dt = dtype_parse(s)) != DT_F32 && m->dt != DT_F64) CAIRN_FAIL(CAIRN_EINPUT, "dtype '%s' is not f32 or f64", s);
+    m->loss = LOSS_SOFTMAX_CE;
+    CAIRN_CHECK(infer_attr_str(f, "features", "features", m->features, sizeof m->features));
+    CAIRN_CHECK(infer_attr_str(f, "labels", "labels", m->labels, sizeof m->labels));
     m->eval_batch = 1024;
     if (H5Aexists(f, "eval_batch") != 0)
         CAIRN_CHECK(h5_attr_get_i64(f, "eval_batch", 1, 1 << 24, CAIRN_EINPUT, &m->eval_batch));
@@ -370,6 +363,15 @@ static int read_model(struct infer_model *m)
     if (!fsx_is_regular(m->path)) CAIRN_FAIL(CAIRN_EINPUT, "not a regular file");
     if ((f = H5Fopen(m->path, H5F_ACC_RDONLY, H5P_DEFAULT)) < 0)
         CAIRN_FAIL(CAIRN_EINPUT, "not an HDF5 file (or a damaged one)");
+    if (H5Aexists(f, "cairn_version") > 0 && H5Aexists(f, "kind") > 0) { /* not a model of layers */
+        char kind[MAX_NAME];
+        CAIRN_CHECK(infer_attr_str(f, "kind", NULL, kind, sizeof kind));
+        if (strcmp(kind, "lm") != 0) CAIRN_FAIL(CAIRN_EINPUT, "unknown kind of model '%s'", kind);
+        CAIRN_CHECK(read_lm_root(m, f));
+        m->lm = true;
+        CAIRN_CHECK(infer_lm_read(m, f));
+        goto cleanup;
+    }
     CAIRN_CHECK(read_root(m, f, &L));
     CAIRN_CHECK(check_layer_count(f, L));
     m->width0 = m->inputs; /* and the tables' columns after */
@@ -418,6 +420,7 @@ void infer_close(struct infer_model **mp)
     free(m->b);
     free(m->act);
     free(m->tab);
+    infer_lm_free(m);
     reader_cache_destroy(&m->rd);
     free(m);
     *mp = NULL;
@@ -426,7 +429,8 @@ void infer_close(struct infer_model **mp)
 const char *infer_features(const struct infer_model *m) { return m->features; }
 const char *infer_labels(const struct infer_model *m) { return m->labels; }
 int64_t infer_eval_batch(const struct infer_model *m) { return m->eval_batch; }
-int64_t infer_outputs(const struct infer_model *m) { return m->b[m->L - 1].shape.d[0]; }
+int64_t infer_outputs(const struct infer_model *m) { return m->lm ? m->spec.lm.vocab : m->b[m->L - 1].shape.d[0]; }
+int64_t infer_tokens(const struct infer_model *m) { return m->lm ? m->spec.lm.ctx : 0; }
 bool infer_softmax(const struct infer_model *m) { return m->loss == LOSS_SOFTMAX_CE; }
 
 /* ---- checking the data -------------------------------------------------------- */
@@ -441,6 +445,7 @@ static int check_data(const struct infer_model *m, const struct infer_opts *o, i
     enum dtype t;
     int64_t k = infer_outputs(m), n, kk;
     *targets = 0;
+    if (m->lm) return infer_lm_check_data(m, o, rows);
     CAIRN_CHECK(reader_shape(m->rd, o->data, o->features, &s, &t));
     if (s.ndim != 2 || s.d[1] != m->inputs)
         CAIRN_FAIL(CAIRN_EINPUT, "dataset '%s' in %s must be [N, %lld] (the model's dense inputs), not %dD with %lld columns",
@@ -469,7 +474,7 @@ cleanup:
 /* ---- one batch ---------------------------------------------------------------- */
 
 struct work {
-    struct tensor x, a[2], y, ids, rows;
+    struct tensor x, a[2], y, ids, rows, lm[3];
     int64_t *pos, *slot;
     double *probs; /* scratch for one row's softmax */
 };
@@ -482,6 +487,7 @@ static void work_free(struct work *w)
     tensor_free(&w->y);
     tensor_free(&w->ids);
     tensor_free(&w->rows);
+    for (int i = 0; i < 3; i++) tensor_free(&w->lm[i]);
     free(w->pos);
     free(w->slot);
     free(w->probs);
@@ -611,6 +617,14 @@ static int run_batch(struct run *x, int64_t i, int64_t *at, int64_t *n)
     int64_t k = infer_outputs(m), correct = 0;
     *at = x->first + i * x->batch;
     *n = x->first + x->rows - *at < x->batch ? x->first + x->rows - *at : x->batch;
+    if (m->lm) { /* eval only (run_setup) */
+        struct tensor *z;
+        double *s = &x->sums[2 * (i - x->lo)];
+        CAIRN_CHECK(infer_lm_forward(m, x->o, *at, *n, x->w.lm, &z));
+        CAIRN_CHECK(infer_lm_loss(m, x->o, *at, *n, z->data, &x->w.y, &s[0], &correct));
+        s[1] = (double)correct;
+        return 0;
+    }
     CAIRN_CHECK(batch_input(m, x->o, *at, *n, &x->w));
     CAIRN_CHECK(forward(m, *n, &x->w));
     void *z = x->w.a[m->L % 2].data;
@@ -720,7 +734,7 @@ static int run_metrics(struct run *x, struct infer_result *r)
     }
     CAIRN_CHECK_MPI(MPI_Bcast(v, 3, MPI_DOUBLE, 0, x->comm));
     r->loss = v[0] / (double)x->rows;
-    r->accuracy = v[1] / (double)x->rows;
+    r->accuracy = v[1] / (double)x->rows / (double)(x->m->lm ? x->m->spec.lm.ctx : 1); /* an LM's: of tokens */
     r->auc = v[2];
 cleanup:
     return rc;
@@ -751,6 +765,9 @@ static int run_setup(struct run *x, struct infer_result *r)
         rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "rows %lld:%lld are not within the %lld rows of %s",
                            (long long)o->first, (long long)o->end, (long long)n, o->data);
     if (rc == 0 && o->batch < 1) rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "the batch must be at least 1");
+    if (rc == 0 && x->m->lm && (o->out || !o->labels))
+        rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "a language model's outputs are not predicted row by "
+                           "row: cairn generate writes text from it");
     x->first = o->first;
     x->rows = (o->end < 0 ? n : o->end) - o->first;
     if (rc == 0 && x->rows == 0) rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "no rows to use in %s", o->data);
@@ -766,7 +783,7 @@ static int run_setup(struct run *x, struct infer_result *r)
     x->w.probs = malloc((size_t)k * sizeof *x->w.probs);
     if (rc == 0 && (!x->sums || !x->w.probs)) rc = cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
     /* (score, label) pairs of every row go to rank 0 in one gather */
-    x->auc = o->labels && infer_softmax(x->m) && k == 2 && x->rows <= INT_MAX / 2;
+    x->auc = o->labels && infer_softmax(x->m) && k == 2 && !x->m->lm && x->rows <= INT_MAX / 2;
     if (rc == 0 && x->auc) {
         int64_t mine = (x->hi - x->lo) * x->batch;
         if (!(x->sl = malloc((size_t)(2 * mine + 1) * sizeof *x->sl)))

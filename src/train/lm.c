@@ -133,3 +133,23 @@ void lm_head_backward(enum dtype dt, const struct lm_shape *s, int64_t vocab, in
         head_backward_f64(s, vocab, n, (const double *const *)p, tape, dy, (double *const *)dp, accumulate,
                           dx, scratch);
 }
+
+int64_t lm_step_work_numel(const struct lm_shape *s) { return 7 * s->d + s->mlp + s->ctx; }
+
+void lm_block_step(enum dtype dt, const struct lm_shape *s, int64_t t, const void *x, const void *const *p,
+                   void *kc, void *vc, void *y, void *work)
+{
+    if (dt == DT_F32)
+        block_step_f32(s, t, x, (const float *const *)p, kc, vc, y, work);
+    else
+        block_step_f64(s, t, x, (const double *const *)p, kc, vc, y, work);
+}
+
+void lm_head_row(enum dtype dt, const struct lm_shape *s, int64_t vocab, const void *x, const void *const *p,
+                 void *y, void *work)
+{
+    if (dt == DT_F32)
+        head_row_f32(s, vocab, x, (const float *const *)p, y, work);
+    else
+        head_row_f64(s, vocab, x, (const double *const *)p, y, work);
+}

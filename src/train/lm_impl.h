@@ -260,6 +260,51 @@ static void F(head_backward)(const struct lm_shape *s, int64_t vocab, int64_t n,
     F(ln_backward)(R, d, xhat, rstd, p[0], scratch, dp[0], dp[1], accumulate, to);
 }
 
+/* One new position t of one sequence through a block: x [d] -> y [d]
+ * (may alias); kc, vc [ctx, d] hold the keys and values of positions < t
+ * and receive t's.  work: lm_step_work_numel. */
+static void F(block_step)(const struct lm_shape *s, int64_t t, const REAL *x, const REAL *const *p, REAL *kc,
+                          REAL *vc, REAL *y, REAL *work)
+{
+    int64_t d = s->d, m = s->mlp, dh = d / s->heads;
+    REAL *xhat = work, *xn = xhat + d, *qkv = xn + d, *a = qkv + 3 * d, *u = a + d, *sc = u + m, *h = sc + s->ctx, rs;
+    REAL scale = (REAL)1 / SQRT((REAL)dh);
+    F(ln_forward)(1, d, x, p[LM_LN1_G], p[LM_LN1_B], xhat, &rs, xn);
+    F(affine)(1, d, 3 * d, xn, p[LM_QKV_W], p[LM_QKV_B], qkv, false);
+    memcpy(kc + t * d, qkv + d, (size_t)d * sizeof(REAL));
+    memcpy(vc + t * d, qkv + 2 * d, (size_t)d * sizeof(REAL));
+    for (int64_t hd = 0; hd < s->heads; hd++) {
+        const REAL *q = qkv + hd * dh;
+        REAL mx = 0, sum = 0;
+        for (int64_t j = 0; j <= t; j++) {
+            REAL v = 0;
+            for (int64_t e = 0; e < dh; e++) v += q[e] * kc[j * d + hd * dh + e];
+            sc[j] = v * scale;
+            mx = j == 0 || sc[j] > mx ? sc[j] : mx;
+        }
+        for (int64_t j = 0; j <= t; j++) sum += sc[j] = EXP(sc[j] - mx);
+        for (int64_t e = 0; e < dh; e++) a[hd * dh + e] = 0;
+        for (int64_t j = 0; j <= t; j++)
+            for (int64_t e = 0; e < dh; e++) a[hd * dh + e] += sc[j] / sum * vc[j * d + hd * dh + e];
+    }
+    memcpy(h, x, (size_t)d * sizeof(REAL));
+    F(affine)(1, d, d, a, p[LM_PROJ_W], p[LM_PROJ_B], h, true);
+    F(ln_forward)(1, d, h, p[LM_LN2_G], p[LM_LN2_B], xhat, &rs, xn);
+    F(affine)(1, d, m, xn, p[LM_FC_W], p[LM_FC_B], u, false);
+    for (int64_t e = 0; e < m; e++) u[e] = F(gelu)(u[e]);
+    F(affine)(1, m, d, u, p[LM_OUT_W], p[LM_OUT_B], h, true);
+    memcpy(y, h, (size_t)d * sizeof(REAL));
+}
+
+/* One row through the head: logits y [vocab] from x [d]. */
+static void F(head_row)(const struct lm_shape *s, int64_t vocab, const REAL *x, const REAL *const *p, REAL *y,
+                        REAL *work)
+{
+    REAL rs;
+    F(ln_forward)(1, s->d, x, p[0], p[1], work, &rs, work + s->d);
+    F(gemm)(false, false, 1, vocab, s->d, 1, work + s->d, s->d, p[2], vocab, 0, y, vocab);
+}
+
 #undef F
 #undef CAT
 #undef CAT2
