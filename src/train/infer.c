@@ -310,6 +310,29 @@ cleanup:
     return rc;
 }
 
+static int read_dtype(struct infer_model *m, hid_t f)
+{
+    int rc = 0;
+    char s[MAX_NAME];
+    CAIRN_CHECK(infer_attr_str(f, "dtype", NULL, s, sizeof s));
+    if ((m->dt = dtype_parse(s)) != DT_F32 && m->dt != DT_F64) CAIRN_FAIL(CAIRN_EINPUT, "dtype '%s' is not f32 or f64", s);
+cleanup:
+    return rc;
+}
+
+/* The datasets it trained on and its evaluation batch (the defaults of eval). */
+static int read_data_names(struct infer_model *m, hid_t f)
+{
+    int rc = 0;
+    CAIRN_CHECK(infer_attr_str(f, "features", "features", m->features, sizeof m->features));
+    CAIRN_CHECK(infer_attr_str(f, "labels", "labels", m->labels, sizeof m->labels));
+    m->eval_batch = 1024;
+    if (H5Aexists(f, "eval_batch") != 0)
+        CAIRN_CHECK(h5_attr_get_i64(f, "eval_batch", 1, 1 << 24, CAIRN_EINPUT, &m->eval_batch));
+cleanup:
+    return rc;
+}
+
 /* The root's attributes, each of its class and in range; *L the layers. */
 static int read_root(struct infer_model *m, hid_t f, int64_t *L)
 {
@@ -321,15 +344,10 @@ static int read_root(struct infer_model *m, hid_t f, int64_t *L)
     int loss = name_index(loss_names, s);
     if (loss < 0) CAIRN_FAIL(CAIRN_EINPUT, "unknown loss '%s'", s);
     m->loss = (enum loss)loss;
-    CAIRN_CHECK(infer_attr_str(f, "dtype", NULL, s, sizeof s));
-    if ((m->dt = dtype_parse(s)) != DT_F32 && m->dt != DT_F64) CAIRN_FAIL(CAIRN_EINPUT, "dtype '%s' is not f32 or f64", s);
+    CAIRN_CHECK(read_dtype(m, f));
     CAIRN_CHECK(h5_attr_get_i64(f, "inputs", 0, MAX_WIDTH, CAIRN_EINPUT, &m->inputs));
     CAIRN_CHECK(h5_attr_get_i64(f, "layers", 1, NN_MAX_LAYERS, CAIRN_EINPUT, L));
-    CAIRN_CHECK(infer_attr_str(f, "features", "features", m->features, sizeof m->features));
-    CAIRN_CHECK(infer_attr_str(f, "labels", "labels", m->labels, sizeof m->labels));
-    m->eval_batch = 1024;
-    if (H5Aexists(f, "eval_batch") != 0)
-        CAIRN_CHECK(h5_attr_get_i64(f, "eval_batch", 1, 1 << 24, CAIRN_EINPUT, &m->eval_batch));
+    CAIRN_CHECK(read_data_names(m, f));
 cleanup:
     return rc;
 }
@@ -338,18 +356,9 @@ cleanup:
  * reads that). */
 static int read_lm_root(struct infer_model *m, hid_t f)
 {
-    int rc = 0;
-    char s[MAX_NAME];
-    CAIRN_CHECK(infer_attr_str(f, "dtype", NULL, s, sizeof s));
-    if ((m->dt = dtype_parse(s)) != DT_F32 && m->dt != DT_F64) CAIRN_FAIL(CAIRN_EINPUT, "dtype '%s' is not f32 or f64", s);
+    int rc = read_dtype(m, f);
     m->loss = LOSS_SOFTMAX_CE;
-    CAIRN_CHECK(infer_attr_str(f, "features", "features", m->features, sizeof m->features));
-    CAIRN_CHECK(infer_attr_str(f, "labels", "labels", m->labels, sizeof m->labels));
-    m->eval_batch = 1024;
-    if (H5Aexists(f, "eval_batch") != 0)
-        CAIRN_CHECK(h5_attr_get_i64(f, "eval_batch", 1, 1 << 24, CAIRN_EINPUT, &m->eval_batch));
-cleanup:
-    return rc;
+    return rc ? rc : read_data_names(m, f);
 }
 
 static int read_model(struct infer_model *m)
