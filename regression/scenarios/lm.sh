@@ -140,6 +140,14 @@ print("held-out loss %.3f, unigram %.3f" % (loss, unigram))
 sys.exit(0 if loss < unigram - 0.1 else 1)' >learn.cmp && pass learn/below-unigram ||
     fail learn/below-unigram "$(cat learn.cmp)"
 
+# a model of many parameters (4 blocks: 53, and their Adam state): its
+# checkpoints commit (HDF5's MPI-IO driver forgot the file's end once the
+# metadata cache had written anything, and every save failed)
+mpi many 3 run learn.cfg --run-dir many --set model.lm.blocks=4 --set steps_per_epoch=1 --set stop.max_epochs=1
+expect_rc ckpt/many-parameters-exit many 0
+expect_eq ckpt/many-parameters-committed "$(ckpt_ls many/ckpt | grep -c 'ok$')" 2
+expect_count ckpt/many-parameters-no-warning many.out "checkpoint after epoch .* failed" 0
+
 # using the model: cairn eval on the held-out rows gives the figures the
 # run logged, on any number of ranks; the Python loader's numpy and torch
 # logits give the same loss; generate is one text per seed, and greedy is

@@ -839,6 +839,8 @@ cleanup:
 
 /* Datasets of this size and more start at multiples of the alignment. */
 #define ALIGN_THRESHOLD ((hsize_t)64 << 10)
+/* Dirty metadata parallel HDF5 keeps before it writes it: its most (H5C__MAX_MAX_CACHE_SIZE / 4). */
+#define MDC_DIRTY_MAX ((size_t)32 << 20)
 /* The automatic alignment on a striped file system with its default stripes. */
 #define ALIGN_STRIPED ((int64_t)1 << 20)
 
@@ -908,6 +910,12 @@ static hid_t mpio_fapl(const struct ckpt_view *v, bool create, int64_t align)
     CAIRN_CHECK_H5(H5Pset_libver_bounds(fapl, H5F_LIBVER_V18, H5F_LIBVER_LATEST));
     CAIRN_CHECK_H5(H5Pset_coll_metadata_write(fapl, true));
     if (align > 0) CAIRN_CHECK_H5(H5Pset_alignment(fapl, ALIGN_THRESHOLD, (hsize_t)align));
+    if (create) { /* no metadata reaches the disk before the file is allocated (see file_size) */
+        H5AC_cache_config_t mdc = {.version = H5AC__CURR_CACHE_CONFIG_VERSION};
+        CAIRN_CHECK_H5(H5Pget_mdc_config(fapl, &mdc));
+        mdc.dirty_bytes_threshold = MDC_DIRTY_MAX;
+        CAIRN_CHECK_H5(H5Pset_mdc_config(fapl, &mdc));
+    }
 cleanup:
     if (info != MPI_INFO_NULL) MPI_Info_free(&info);
     if (rc && fapl >= 0) H5Pclose(fapl);
@@ -947,19 +955,45 @@ static int64_t data_bytes(const struct desc *ds, int n)
     return b;
 }
 
+/* The size to allocate the file to: its size once every object exists
+ * (HDF5 shrinks it to its end when it closes it).  Parallel HDF5 writes
+ * dirty metadata at a "sync point" once MDC_DIRTY_MAX bytes of it are
+ * dirty (mpio_fapl raises that from 256 KiB, which the objects of a model
+ * of many parameters passed); after such a write the MPI-IO driver no
+ * longer knows the file's end until a collective truncate, and
+ * H5Fget_filesize fails (H5Fget_eoa wants a SWMR driver).  Then the
+ * datasets' end (contiguous, allocated early) plus the metadata bound is
+ * a size every later write lands within. */
+static int file_size(hid_t f, hid_t *dsets, int n, int64_t meta, int64_t *end)
+{
+    hsize_t size = 0;
+    if (H5Fget_filesize(f, &size) >= 0) {
+        *end = (int64_t)size;
+        return 0;
+    }
+    H5Eclear2(H5E_DEFAULT);
+    *end = 0;
+    for (int i = 0; i < n; i++) {
+        haddr_t at = H5Dget_offset(dsets[i]);
+        hsize_t size = H5Dget_storage_size(dsets[i]);
+        if (at == HADDR_UNDEF) {
+            if (size == 0) continue; /* no data: nothing allocated */
+            return cairn_err_set(CAIRN_EHDF5, __FILE__, __LINE__, "a checkpoint dataset has no contiguous storage");
+        }
+        if ((int64_t)(at + size) > *end) *end = (int64_t)(at + size);
+    }
+    *end += meta;
+    return 0;
+}
+
 /* Rank 0, step 2: the reserve gives way to the file itself (neither is
  * allocated where the file system cannot: io->unreserved). */
-static int allocate_file(hid_t f, const char *path, const char *reserve, int64_t meta, struct ckpt_io *io)
+static int allocate_file(const char *path, const char *reserve, int64_t meta, int64_t end, struct ckpt_io *io)
 {
     int rc = 0;
-    hsize_t size = 0;
-    h5_lock();
-    if (H5Fget_filesize(f, &size) < 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fget_filesize");
-    h5_unlock();
-    if (rc) goto cleanup;
     if (!io->unreserved) {
         CAIRN_CHECK_ERRNO(truncate(reserve, (off_t)meta) == 0, CAIRN_EIO, "cannot shrink %s", reserve);
-        CAIRN_CHECK(fsx_allocate(path, (int64_t)size, &io->unreserved));
+        CAIRN_CHECK(fsx_allocate(path, end, &io->unreserved));
     }
 cleanup:
     unlink(reserve);
@@ -991,8 +1025,11 @@ static int write_all(const struct ckpt_view *v, hid_t f, const char *path, const
     CAIRN_CHECK(write_root_attrs(v, f, c));
     CAIRN_CHECK(create_datasets(v->plan, f, ds, n, dsets));
     ckpt_fault(v, "allocate", c->meta.epoch, dir);
+    int64_t end = 0;
+    rc = root ? file_size(f, dsets, n, metadata_bound(c), &end) : 0;
     h5_unlock(); /* rank 0 allocates the file (a while), the others wait */
-    rc = coll_agree(v->comm, root ? allocate_file(f, path, reserve, metadata_bound(c), io) : 0);
+    if (root && rc) unlink(reserve);
+    rc = coll_agree(v->comm, root && rc == 0 ? allocate_file(path, reserve, metadata_bound(c), end, io) : rc);
     h5_lock();
     CAIRN_CHECK(rc);
     for (int i = 0; i < n; i++) {
