@@ -230,6 +230,16 @@ except cairn_lm.ModelError as e:
     print(e)' >shape.py
 expect_grep model-file/python-shape shape.py "^shape.h5: /blocks/0/fc.W: its shape is not \[24, 41\], as the attributes give it"
 
+# the shipped jobs/demo_lm.cfg (make demo-lm trains it on the fortunes
+# collections; here, two steps on the man pages, cut as the demo cuts)
+run demo-text "$CAIRN" data text --out fortunes.h5 --context 64 "$CAIRN_ROOT/doc/cairn-job.5" "$CAIRN_ROOT/doc/cairn.1"
+run demo-check "$CAIRN" check "$JOBS/demo_lm.cfg"
+expect_rc demo-job/check demo-check 0
+mpi demo 4 run "$JOBS/demo_lm.cfg" --run-dir demo --set steps_per_epoch=2 --set stop.max_epochs=1
+expect_rc demo-job/exit demo 0
+expect_eq demo-job/committed "$(ckpt_ls demo/ckpt | grep -c 'ok$')" 2
+[ -s demo/model.h5 ] && pass demo-job/model || fail demo-job/model "no demo/model.h5"
+
 # bad input
 py 'import h5py, numpy as np
 x = np.zeros((40, 16), np.int32); y = np.zeros((40, 16), np.int32); x[7, 3] = 300
