@@ -35,40 +35,55 @@ class LanguageModel:
             f.f.close()
 
     def _read(self, f):
+        # in the order of src/train/infer.c and infer_lm.c, with their messages
         root = f.f["/"]
         if "cairn_version" not in f.f.attrs:
             f.fail("no attribute 'cairn_version': not a model file cairn wrote")
-        if f.attr(root, "", "kind", str) != "lm":
-            f.fail("not a language model (attribute 'kind' is not 'lm')")
+        if "kind" not in f.f.attrs:
+            f.fail("not a language model: cairn_model.load() reads a model of layers")
+        kind = f.attr(root, "", "kind", str)
+        if kind != "lm":
+            f.fail("unknown kind of model '%s'" % kind)
         f.dtype = f.attr(root, "", "dtype", str)
         if f.dtype not in DTYPES:
             f.fail("dtype '%s' is not f32 or f64" % f.dtype)
+        self.features = f.attr(root, "", "features", str, default="features")
+        self.labels = f.attr(root, "", "labels", str, default="labels")
+        self.eval_batch = f.attr(root, "", "eval_batch", int, 1, 1 << 24, default=1024)
         V = self.vocab = f.attr(root, "", "vocab", int, 2, 1 << 24)
         C = self.context = f.attr(root, "", "context", int, 1, 1 << 16)
         D = self.width = f.attr(root, "", "width", int, 1, 1 << 16)
         H = self.heads = f.attr(root, "", "heads", int, 1, 1 << 12)
         B = self.blocks = f.attr(root, "", "blocks", int, 1, 62)
         M = self.mlp = f.attr(root, "", "mlp", int, 1, 1 << 20)
-        if D % H:
-            f.fail("heads %d do not divide width %d" % (H, D))
-        shapes = {"/embed/tok": (V, D), "/embed/pos": (C, D), "/head/lnf.g": (D,), "/head/lnf.b": (D,),
-                  "/head/W": (D, V)}
+        INT_MAX = 2**31 - 1
+        if D % H or C > INT_MAX // C or D > INT_MAX // (3 * D) or D > INT_MAX // M or V * D > INT_MAX \
+                or C * V > INT_MAX:  # lm_shape_ok, and one MPI call per parameter
+            f.fail("the attributes' shape (vocab %d, context %d, width %d, heads %d, mlp %d) is not one "
+                   "cairn trains" % (V, C, D, H, M))
         block = {"ln1.g": (D,), "ln1.b": (D,), "qkv.W": (D, 3 * D), "qkv.b": (3 * D,), "proj.W": (D, D),
                  "proj.b": (D,), "ln2.g": (D,), "ln2.b": (D,), "fc.W": (D, M), "fc.b": (M,), "out.W": (M, D),
                  "out.b": (D,)}
-        for b in range(B):
-            for n, s in block.items():
-                shapes["/blocks/%d/%s" % (b, n)] = s
-        for g, n in [("/", 3), ("/embed", 2), ("/head", 3), ("/blocks", B)] + \
-                [("/blocks/%d" % b, len(BLOCK)) for b in range(B)]:
-            if len(f.f["/"] if g == "/" else f.obj(g, h5py.Group)) != n:
-                f.fail("%s: it holds %d objects, not %d" % (g, len(f.f[g]), n))
+        layers = [("/embed", {"tok": (V, D), "pos": (C, D)})] + \
+            [("/blocks/%d" % b, {n: block[n] for n in BLOCK}) for b in range(B)] + \
+            [("/head", {"lnf.g": (D,), "lnf.b": (D,), "W": (D, V)})]
+        self._count(f, "/", 3)
+        self._count(f, "/blocks", B)
         self.p = {}
-        for path, shape in shapes.items():
-            d, dims = f.dataset(path, len(shape))
-            if tuple(dims) != shape:
-                f.fail("%s: its shape is not %s, as the attributes give it" % (path, list(shape)))
-            self.p[path] = f.read(d, path, shape[0], shape[1] if len(shape) == 2 else 1)
+        for g, params in layers:
+            self._count(f, g, len(params))
+            for name, shape in params.items():
+                path = "%s/%s" % (g, name)
+                d, dims = f.dataset(path, len(shape))
+                if tuple(dims) != shape:
+                    f.fail("%s: its shape is not [%s], as the attributes give it" % (path, ", ".join(map(str, shape))))
+                self.p[path] = f.read(d, path, shape[0], shape[1] if len(shape) == 2 else 1)
+
+    @staticmethod
+    def _count(f, path, n):
+        g = f.f["/"] if path == "/" else f.obj(path, h5py.Group)
+        if len(g) != n:
+            f.fail("%s: it holds %d objects, not %d" % (path, len(g), n))
 
     # ---- numpy ----------------------------------------------------------------
 

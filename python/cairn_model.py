@@ -238,9 +238,11 @@ class Model:
         if "cairn_version" not in f.f.attrs:
             f.fail("no attribute 'cairn_version': not a model file cairn wrote")
         root = f.f["/"]
-        if "kind" in f.f.attrs:  # a language model's (infer.c refuses it the same way)
-            f.fail("a model of kind '%s': eval and predict take a model of layers (a language model's "
-                   "held-out loss is in its run's log and metrics.jsonl)" % f.attr(root, "", "kind", str))
+        if "kind" in f.f.attrs:  # not a model of layers
+            kind = f.attr(root, "", "kind", str)
+            if kind == "lm":
+                f.fail("a language model (kind 'lm'): cairn_lm.load() reads it")
+            f.fail("unknown kind of model '%s'" % kind)
         self.loss = f.attr(root, "", "loss", str)
         if self.loss not in LOSSES:
             f.fail("unknown loss '%s'" % self.loss)

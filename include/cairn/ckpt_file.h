@@ -51,6 +51,9 @@ struct ckpt_view {
     /* optional: the BLAS kernels the ranks run (blas_kernel.h), written as
      * attribute blas_kernels: the same text on every rank */
     const char *blas_kernels;
+    /* fault.h's mdc: HDF5's default dirty-metadata threshold (the same on
+     * every rank) */
+    bool small_mdc;
     /* optional: called at the fault points of a save (fault.h) */
     void (*fault)(void *arg, const char *point, int64_t epoch, const char *dir);
     void *fault_arg;

@@ -31,7 +31,11 @@
  * nothread:NAME:R[:E] world rank R cannot start thread NAME (writer: the
  *                  background save's, and it does without it, as when
  *                  the system has no thread to give; liveness: the
- *                  heartbeat ring's, at start-up) */
+ *                  heartbeat ring's, at start-up)
+ * mdc:default:0   checkpoint files keep HDF5's default 256 KiB of dirty
+ *                  metadata, not ckpt_file.c's 32 MiB (every rank alike),
+ *                  so a model of many parameters writes metadata before
+ *                  the file is allocated: the path past 32 MiB */
 #ifndef CAIRN_FAULT_H
 #define CAIRN_FAULT_H
 
@@ -39,7 +43,7 @@
 #include <stdint.h>
 
 enum fault_kind { FAULT_OP, FAULT_KILL, FAULT_SIGNAL, FAULT_CLOCK, FAULT_FILL, FAULT_PAUSE, FAULT_SLOW,
-                  FAULT_FREEZE, FAULT_BUSY, FAULT_HOLD, FAULT_NOTHREAD, FAULT_AWAIT };
+                  FAULT_FREEZE, FAULT_BUSY, FAULT_HOLD, FAULT_NOTHREAD, FAULT_AWAIT, FAULT_MDC };
 enum { FAULT_SLOW_SECONDS = 3 };
 
 enum { FAULT_MAX = 4 }; /* faults in one CAIRN_FAULT, comma-separated */
@@ -78,6 +82,7 @@ void fault_point(const struct fault *f, int rank, const char *point, int64_t epo
 bool fault_hold(const struct fault *f, int rank, const char *point, int64_t epoch);
 /* True if thread `name` should not start on this rank now (nothread:). */
 bool fault_nothread(const struct fault *f, int rank, const char *name, int64_t epoch);
+bool fault_mdc(const struct fault *f); /* mdc:default:0 */
 /* Seconds this rank's clock runs ahead after step `step` of epoch `epoch`
  * (0 if none). */
 double fault_clock(const struct fault *f, int rank, int64_t epoch, int64_t step);

@@ -6,6 +6,7 @@
 #include "cairn/infer.h"
 #include "cairn/slurm.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -200,12 +201,12 @@ static const char usage_generate[] =
     "\n"
     "Text from a language model cairn trained (model.lm, byte tokens): the\n"
     "prompt, then N more bytes, written to stdout.  Temperature 0 (the default)\n"
-    "takes the most likely byte each time; above 0 a byte is drawn from the\n"
-    "softmax of the logits over T among the K most likely (default: all), the\n"
-    "same text for the same seed (default 1).  Each byte costs one position: a\n"
-    "cache keeps every block's keys and values (--no-cache runs the whole window\n"
-    "through the model for each byte instead: the same bytes within rounding,\n"
-    "slower).  --json prints one JSON line of timings after the text.\n";
+    "takes the most likely byte each time; above 0 (up to 1e6) a byte is drawn\n"
+    "from the softmax of the logits over T among the K most likely (default:\n"
+    "all), the same text for the same seed (default 1).  Each byte costs one\n"
+    "position: a cache keeps every block's keys and values (--no-cache runs the\n"
+    "whole window through the model for each byte instead: the same bytes within\n"
+    "rounding, slower).  --json prints one JSON line of timings after the text.\n";
 
 int cli_generate(int argc, char **argv)
 {
@@ -243,8 +244,9 @@ int cli_generate(int argc, char **argv)
                 return cli_usage_error(usage_generate, "--top-k needs an integer from 1 to 16777216, not '%s'", optarg);
             break;
         case 's': {
+            errno = 0;
             unsigned long long v = strtoull(optarg, &e, 10);
-            if (*e || e == optarg || optarg[0] == '-')
+            if (*e || e == optarg || optarg[0] == '-' || errno == ERANGE)
                 return cli_usage_error(usage_generate, "--seed needs an integer >= 0, not '%s'", optarg);
             g.seed = v;
             break;

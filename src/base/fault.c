@@ -19,7 +19,8 @@ static int parse_one(const char *spec, const char *text, struct fault_one *f)
                                         [FAULT_FILL] = "fill", [FAULT_PAUSE] = "pause",
                                         [FAULT_SLOW] = "slow", [FAULT_FREEZE] = "freeze",
                                         [FAULT_BUSY] = "busy", [FAULT_HOLD] = "hold",
-                                        [FAULT_NOTHREAD] = "nothread", [FAULT_AWAIT] = "await"};
+                                        [FAULT_NOTHREAD] = "nothread", [FAULT_AWAIT] = "await",
+                                        [FAULT_MDC] = "mdc"};
     char kind[16] = "", what[64] = "";
     int rank = -1, k = -1;
     long long epoch = -1;
@@ -35,6 +36,7 @@ static int parse_one(const char *spec, const char *text, struct fault_one *f)
         if (end == at || *end || !(seconds > 0 && seconds <= 3600)) end = what; /* refused below */
     }
     if (n < 3 || rank < 0 || k < 0 || !*what || (at && k != FAULT_SLOW) ||
+        (k == FAULT_MDC && (strcmp(what, "default") != 0 || rank != 0 || n == 4)) ||
         (k == FAULT_SIGNAL && !preempt_signal_number(what)) ||
         ((k == FAULT_CLOCK || (k == FAULT_SLOW && at)) && (end == what || *end)))
         return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
@@ -43,8 +45,8 @@ static int parse_one(const char *spec, const char *text, struct fault_one *f)
                              "clock:SECONDS:RANK[:EPOCH], fill:POINT:RANK[:EPOCH], "
                              "pause:POINT:RANK[:EPOCH], slow:POINT[@SECONDS]:RANK[:EPOCH], "
                              "freeze:POINT:RANK[:EPOCH], busy:NAME:RANK[:EPOCH], "
-                             "hold:POINT:RANK[:EPOCH], nothread:NAME:RANK[:EPOCH] or "
-                             "await:NAME:RANK[:EPOCH]",
+                             "hold:POINT:RANK[:EPOCH], nothread:NAME:RANK[:EPOCH], "
+                             "await:NAME:RANK[:EPOCH] or mdc:default:0",
                              spec, strcmp(spec, text) ? ": '" : "", strcmp(spec, text) ? text : "",
                              strcmp(spec, text) ? "'" : "");
     *f = (struct fault_one){.kind = (enum fault_kind)k, .rank = rank, .epoch = n == 4 ? epoch : -1,
@@ -111,6 +113,8 @@ bool fault_nothread(const struct fault *f, int rank, const char *name, int64_t e
 {
     return matches(f, FAULT_NOTHREAD, rank, epoch, name);
 }
+
+bool fault_mdc(const struct fault *f) { return matches(f, FAULT_MDC, 0, -1, "default"); }
 
 /* Write zeros to dir/fill.ballast until the file system says it is full. */
 static void fill(const char *dir)

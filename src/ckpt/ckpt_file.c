@@ -913,7 +913,7 @@ static hid_t mpio_fapl(const struct ckpt_view *v, bool create, int64_t align)
     if (create) { /* no metadata reaches the disk before the file is allocated (see file_size) */
         H5AC_cache_config_t mdc = {.version = H5AC__CURR_CACHE_CONFIG_VERSION};
         CAIRN_CHECK_H5(H5Pget_mdc_config(fapl, &mdc));
-        mdc.dirty_bytes_threshold = MDC_DIRTY_MAX;
+        if (!v->small_mdc) mdc.dirty_bytes_threshold = MDC_DIRTY_MAX;
         CAIRN_CHECK_H5(H5Pset_mdc_config(fapl, &mdc));
     }
 cleanup:

@@ -152,7 +152,7 @@ static int make_view(const struct ckpt_mgr *c, struct ckpt_view *v, struct tenso
                             .group_rank = l->grank, .group_size = l->gsize, .tensors = *tensors,
                             .stripe_count = c->spec->stripe_count, .stripe_size = c->spec->stripe_size,
                             .align = c->spec->align, .blas_kernels = l->kernels_text,
-                            .fault = fault_hook, .fault_arg = (void *)c};
+                            .small_mdc = fault_mdc(&rt->fault), .fault = fault_hook, .fault_arg = (void *)c};
     return *tensors ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
 }
 
