@@ -63,7 +63,7 @@ class LM(torch.nn.Module):
         self.tok, self.pos = torch.nn.Embedding(vocab, d), torch.nn.Embedding(ctx, d)
         self.blocks = torch.nn.ModuleList(Block(d, h) for _ in range(blocks))
         self.lnf, self.head = torch.nn.LayerNorm(d), torch.nn.Linear(d, vocab, bias=False)
-        self.register_buffer("mask", torch.tril(torch.ones(ctx, ctx, dtype=torch.bool)))
+        self.mask = torch.tril(torch.ones(ctx, ctx, dtype=torch.bool))  # not a buffer: DDP (gloo) broadcasts no bool
 
     def forward(self, x):
         h = self.tok(x) + self.pos.weight[: x.shape[1]]

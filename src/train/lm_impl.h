@@ -103,10 +103,13 @@ static void F(affine)(int64_t R, int64_t in, int64_t cols, const REAL *x, const 
 }
 
 static REAL F(gelu)(REAL u) { return (REAL)0.5 * u * ((REAL)1 + ERF(u * (REAL)M_SQRT1_2)); }
-static REAL F(dgelu)(REAL u)
+/* GELU's derivative at u, Phi(u) + u phi(u), given gl = GELU(u) = u Phi(u)
+ * from the forward: Phi(u) = gl / u saves an erf (a fifth of a step's
+ * time), except near 0, where the quotient would lose digits. */
+static REAL F(dgelu)(REAL u, REAL gl)
 {
-    return (REAL)0.5 * ((REAL)1 + ERF(u * (REAL)M_SQRT1_2)) +
-           u * EXP((REAL)-0.5 * u * u) * (REAL)(0.5 * M_2_SQRTPI * M_SQRT1_2);
+    REAL phi = u > (REAL)0.25 || u < (REAL)-0.25 ? gl / u : (REAL)0.5 * ((REAL)1 + ERF(u * (REAL)M_SQRT1_2));
+    return phi + u * EXP((REAL)-0.5 * u * u) * (REAL)(0.5 * M_2_SQRTPI * M_SQRT1_2);
 }
 
 /* Causal attention of one sequence: a[ctx, d] (its rows) from qkv[ctx, 3d];
@@ -183,7 +186,7 @@ static void F(block_backward)(const struct lm_shape *s, int64_t n, const REAL *c
     F(colsum)(R, d, dy, dp[LM_OUT_B], accumulate);
     F(gemm)(true, false, m, d, R, 1, t.gl, m, dy, d, beta, dp[LM_OUT_W], d);
     F(gemm)(false, true, R, m, d, 1, dy, d, p[LM_OUT_W], d, 0, du, m);
-    for (int64_t e = 0; e < R * m; e++) du[e] *= F(dgelu)(t.u[e]);
+    for (int64_t e = 0; e < R * m; e++) du[e] *= F(dgelu)(t.u[e], t.gl[e]);
     F(colsum)(R, m, du, dp[LM_FC_B], accumulate);
     F(gemm)(true, false, d, m, R, 1, t.xn2, d, du, m, beta, dp[LM_FC_W], m);
     F(gemm)(false, true, R, d, m, 1, du, m, p[LM_FC_W], m, 0, dxn, d);
