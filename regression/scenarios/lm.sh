@@ -79,6 +79,15 @@ mpi stop 4 run lm.cfg --run-dir t-resumed --set steps_per_epoch=4 --set stop.max
 expect_rc train/stop-exit stop 0
 train resumed 4 --set pipeline.stages=2 --set ps.shards=2
 expect_grep train/resumed-from-epoch-1 resumed.out "resuming after epoch 1 "
+# and resumed on other replicas and shards (S2 R2 P2, then S2 R1 P1): the
+# checkpoint re-splits, and the model is still the same bits
+mpi el-stop 6 run lm.cfg --run-dir t-elastic --set steps_per_epoch=4 --set stop.max_epochs=1 --set pipeline.stages=2 \
+    --set replicas=2 --set ps.shards=2
+expect_rc train/elastic-stop-exit el-stop 0
+train elastic 3 --set pipeline.stages=2
+expect_grep train/elastic-resumed el-stop.out "stopping after epoch 1"
+expect_grep train/elastic-resumed-from-1 elastic.out "resuming after epoch 1 "
+same_h5 train/elastic-bitwise t-S1-P1/model.h5 t-elastic/model.h5
 same_h5 train/resume-bitwise t-S1-P1/model.h5 t-resumed/model.h5
 py 'import h5py, sys
 m = h5py.File(sys.argv[1], "r")
