@@ -95,44 +95,90 @@ ok = m.attrs["kind"] == b"lm" and m.attrs["blocks"] == 2 and m["embed/tok"].shap
     and m["blocks/1/qkv.W"].shape == (24, 72) and m["head/W"].shape == (24, 256)
 sys.exit(0 if ok else 1)' t-S1-P1/model.h5 && pass model-file/names || fail model-file/names "model.h5 layout"
 
-# PyTorch's autograd on a plain-torch transcription of the model (float64,
-# the initial parameters read from the epoch-0 checkpoint, the first 24
-# windows in order) gives the reference's gradients
-run ref-torch "$CAIRN" grads lm.cfg -o ref-torch.h5 --set data.shuffle=false
-blobs=()
-for p in L0.tok L0.pos L3.lnf.g L3.lnf.b L3.W; do blobs+=(--blob "ps/$p"); done
-for b in 1 2; do for p in ln1.g ln1.b qkv.W qkv.b proj.W proj.b ln2.g ln2.b fc.W fc.b out.W out.b; do
-    blobs+=(--blob "ps/L$b.$p"); done; done
-run init "$CAIRN" ckpt extract t-S1-P1/ckpt --epoch 0 "${blobs[@]}" -o init.h5
-expect_rc torch/extract-exit init 0
-py 'import h5py, math, numpy as np, sys, torch
+# PyTorch on a plain-torch transcription of the model (torch_ref.py;
+# float64, the initial parameters read from the epoch-0 checkpoint, the
+# first 24 windows in order): its autograd gives the reference's gradients,
+# and its Adam step the parameters cairn's first step leaves in the
+# epoch-1 checkpoint
+cat >torch_ref.py <<'PY'
+import h5py, math, numpy as np, torch
 import torch.nn.functional as F
 torch.set_default_dtype(torch.float64)
-P = {k: torch.tensor(v[()], requires_grad=True) for k, v in h5py.File("init.h5", "r")["ps"].items()}
-f = h5py.File("text.h5", "r")
-x = torch.tensor(f["features"][:24].astype(np.int64)); y = torch.tensor(f["labels"][:24].astype(np.int64))
-N, C, D, H = 24, 16, 24, 3
-ln = lambda h, g, b: F.layer_norm(h, (D,), g, b, eps=1e-5)
-heads = lambda t: t.view(N, C, H, D // H).transpose(1, 2)
-mask = torch.tril(torch.ones(C, C, dtype=torch.bool))
-h = P["L0.tok"][x] + P["L0.pos"]
-for l in (1, 2):
-    p = lambda n: P["L%d.%s" % (l, n)]
-    q, k, v = (ln(h, p("ln1.g"), p("ln1.b")) @ p("qkv.W") + p("qkv.b")).split(D, dim=-1)
-    s = (heads(q) @ heads(k).transpose(-1, -2) / math.sqrt(D // H)).masked_fill(~mask, -math.inf)
-    h = h + (s.softmax(-1) @ heads(v)).transpose(1, 2).reshape(N, C, D) @ p("proj.W") + p("proj.b")
-    h = h + F.gelu(ln(h, p("ln2.g"), p("ln2.b")) @ p("fc.W") + p("fc.b")) @ p("out.W") + p("out.b")
-z = ln(h, P["L3.lnf.g"], P["L3.lnf.b"]) @ P["L3.W"]
-F.cross_entropy(z.reshape(-1, 256), y.reshape(-1)).backward()
+D, H, B, V = 24, 3, 2, 256
+NAMES = "ln1.g ln1.b qkv.W qkv.b proj.W proj.b ln2.g ln2.b fc.W fc.b out.W out.b".split()
+
+def blobs(ckpt, epoch):  # the parameters in a checkpoint, by blob name
+    return {k: torch.tensor(v[()]) for k, v in h5py.File(ckpt + "/extract-%d.h5" % epoch, "r")["ps"].items()}
+
+def model(path):  # model.h5's tensors under the checkpoint's names, as float64
+    m = h5py.File(path, "r")
+    P = {"L0.tok": m["embed/tok"], "L0.pos": m["embed/pos"], "L3.lnf.g": m["head/lnf.g"],
+         "L3.lnf.b": m["head/lnf.b"], "L3.W": m["head/W"]}
+    P.update({"L%d.%s" % (b + 1, n): m["blocks/%d/%s" % (b, n)] for b in range(B) for n in NAMES})
+    return {k: torch.tensor(v[()].astype(np.float64)) for k, v in P.items()}
+
+def logits(P, x):
+    N, C = x.shape
+    ln = lambda h, g, b: F.layer_norm(h, (D,), g, b, eps=1e-5)
+    heads = lambda t: t.view(N, C, H, D // H).transpose(1, 2)
+    mask = torch.tril(torch.ones(C, C, dtype=torch.bool))
+    h = P["L0.tok"][x] + P["L0.pos"]
+    for l in range(1, B + 1):
+        p = lambda n: P["L%d.%s" % (l, n)]
+        q, k, v = (ln(h, p("ln1.g"), p("ln1.b")) @ p("qkv.W") + p("qkv.b")).split(D, dim=-1)
+        s = (heads(q) @ heads(k).transpose(-1, -2) / math.sqrt(D // H)).masked_fill(~mask, -math.inf)
+        h = h + (s.softmax(-1) @ heads(v)).transpose(1, 2).reshape(N, C, D) @ p("proj.W") + p("proj.b")
+        h = h + F.gelu(ln(h, p("ln2.g"), p("ln2.b")) @ p("fc.W") + p("fc.b")) @ p("out.W") + p("out.b")
+    return ln(h, P["L3.lnf.g"], P["L3.lnf.b"]) @ P["L3.W"]
+
+def first_batch():
+    f = h5py.File("text.h5", "r")
+    return (torch.tensor(f["features"][:24].astype(np.int64)), torch.tensor(f["labels"][:24].astype(np.int64)))
+
+def loss(P, x, y):
+    return F.cross_entropy(logits(P, x).reshape(-1, V), y.reshape(-1))
+PY
+extract() { # CKPT EPOCH: its parameters into CKPT/extract-EPOCH.h5
+    local blobs=() p b
+    for p in L0.tok L0.pos L3.lnf.g L3.lnf.b L3.W; do blobs+=(--blob "ps/$p"); done
+    for b in 1 2; do for p in ln1.g ln1.b qkv.W qkv.b proj.W proj.b ln2.g ln2.b fc.W fc.b out.W out.b; do
+        blobs+=(--blob "ps/L$b.$p"); done; done
+    "$CAIRN" ckpt extract "$1" --epoch "$2" "${blobs[@]}" -o "$1/extract-$2.h5" >"$1.extract-$2.out" 2>&1
+}
+run ref-torch "$CAIRN" grads lm.cfg -o ref-torch.h5 --set data.shuffle=false
+mpi adam 2 run lm.cfg --run-dir adam --set data.shuffle=false --set steps_per_epoch=1 --set stop.max_epochs=1
+expect_rc torch/adam-exit adam 0
+extract adam/ckpt 0 && extract adam/ckpt 1 && pass torch/extract || fail torch/extract "$(cat adam/ckpt.extract-*.out)"
+py 'import h5py, sys, torch
+from torch_ref import *
+P = blobs("adam/ckpt", 0)
+for t in P.values(): t.requires_grad_(True)
+loss(P, *first_batch()).backward()
 g = h5py.File("ref-torch.h5", "r")["grads"]
 worst = 0
 for name, t in P.items():
     l, rest = name.split(".", 1)
     ours, theirs = g[l][rest][()], t.grad.numpy()
     worst = max(worst, abs(ours - theirs).max() / abs(theirs).max())
-print("largest relative difference %.2e over %d parameters" % (worst, len(P)))
+print("gradients: largest relative difference %.2e over %d parameters" % (worst, len(P)))
 sys.exit(0 if len(P) == 29 and worst < 1e-9 else 1)' >torch.cmp 2>&1 && pass torch/gradients ||
     fail torch/gradients "$(tail -3 torch.cmp)"
+# Adam as the job sets it (lr 0.003, torch's default betas and eps), one
+# step: each parameter's change within 1e-9 of torch's, relative to it
+py 'import sys, torch
+from torch_ref import *
+P = blobs("adam/ckpt", 0)
+for t in P.values(): t.requires_grad_(True)
+opt = torch.optim.Adam(P.values(), lr=0.003)
+loss(P, *first_batch()).backward()
+w0 = {k: t.detach().clone() for k, t in P.items()}
+opt.step()
+ours = blobs("adam/ckpt", 1)
+worst = max(float(abs(ours[k] - t.detach()).max() / abs(t.detach() - w0[k]).max()) for k, t in P.items())
+moved = all(abs(ours[k] - w0[k]).max() > 0 for k in P)
+print("Adam step: largest difference %.2e of the change, over %d parameters" % (worst, len(ours)))
+sys.exit(0 if len(ours) == 29 and moved and worst < 1e-9 else 1)' >adam.cmp 2>&1 && pass torch/adam-step ||
+    fail torch/adam-step "$(tail -3 adam.cmp)"
 
 # it learns: after two epochs of the whole text the held-out loss is below
 # the unigram model's (the byte frequencies' entropy, in nats)
@@ -182,9 +228,35 @@ ok = a["loss"] == logged["loss"] and a["accuracy"] == logged["accuracy"] and (a[
 ok = ok and abs(a["bits_per_token"] - a["loss"] / 0.6931471805599453) < 1e-6 and a["perplexity"] > 1
 print(a, b, logged)
 sys.exit(0 if ok else 1)' >eval.cmp && pass eval/held-out-as-logged || fail eval/held-out-as-logged "$(cat eval.cmp)"
-run predict-lm "$CAIRN" predict learn/model.h5 text.h5 -o p.h5
-expect_rc eval/predict-refused-exit predict-lm 2
-expect_grep eval/predict-refused-message predict-lm.err "a language model's outputs are not predicted row by row: cairn generate writes text from it"
+# predict writes every position's logits: the same file on 1 and 2 ranks;
+# within 1e-5 of the torch transcription's (relative to the largest), the
+# predicted token their argmax; and causal: a window whose token 7 changed
+# has the same logits, bit for bit, at positions 0-6, and others from 7 on
+run predict1 "$CAIRN" predict learn/model.h5 text.h5 --rows "$first:" -o p1.h5 --batch 100
+mpi predict2 2 predict learn/model.h5 text.h5 --rows "$first:" -o p2.h5 --batch 100
+expect_rc predict/exit predict1 0
+same_h5 predict/ranks-bitwise p1.h5 p2.h5
+py 'import h5py, numpy as np, sys
+f = h5py.File("text.h5", "r"); first = int(sys.argv[1])
+x = f["features"][first:]; x[:, 7] = (x[:, 7] + 1) % 256
+with h5py.File("changed.h5", "w") as g: g["features"] = x' "$first"
+run predict-changed "$CAIRN" predict learn/model.h5 changed.h5 -o pc.h5 --batch 100
+expect_rc predict/changed-exit predict-changed 0
+py 'import h5py, numpy as np, sys, torch
+from torch_ref import *
+f = h5py.File("p1.h5", "r"); z, pred = f["outputs"][()], f["predicted"][()]
+x = h5py.File("text.h5", "r")["features"][int(sys.argv[1]):]
+with torch.no_grad():
+    zt = logits(model("learn/model.h5"), torch.tensor(x.astype(np.int64))).numpy()
+worst = abs(z - zt).max() / abs(zt).max()
+print("logits %s, %s: largest difference %.1e of the largest" % (z.shape, f.attrs["outputs"], worst))
+ok = z.shape == x.shape + (256,) and f.attrs["outputs"] == b"logits" and worst < 1e-5
+sys.exit(0 if ok and (pred == z.argmax(-1)).all() else 1)' "$first" >logits.cmp 2>&1 && pass predict/torch-logits ||
+    fail predict/torch-logits "$(tail -3 logits.cmp)"
+py 'import h5py, sys
+a, b = (h5py.File(p, "r")["outputs"][()] for p in ("p1.h5", "pc.h5"))
+sys.exit(0 if (a[:, :7] == b[:, :7]).all() and (a[:, 7] != b[:, 7]).any(-1).all() else 1)' &&
+    pass predict/causal || fail predict/causal "a changed token 7 changed the logits before it, or not its own"
 PYTHONPATH=$CAIRN_ROOT/python py 'import cairn_lm, h5py, json, numpy as np, sys, torch
 f = h5py.File("text.h5", "r"); first = int(sys.argv[1])
 x, y = f["features"][first:], f["labels"][first:].astype(np.int64)

@@ -576,8 +576,9 @@ static double value(enum dtype dt, const void *v, int64_t i)
     return dt == DT_F64 ? ((const double *)v)[i] : (double)((const float *)v)[i];
 }
 
-/* The outputs as written: softmax probabilities or values, in place; and
- * each row's largest output. */
+/* The outputs as written: softmax probabilities or values, in place (a
+ * language model's: its logits, as they are); and each row's largest
+ * output. */
 static void outputs(const struct infer_model *m, int64_t n, struct work *w, void *z, int32_t *pred)
 {
     int64_t k = infer_outputs(m);
@@ -587,7 +588,7 @@ static void outputs(const struct infer_model *m, int64_t n, struct work *w, void
         for (int64_t j = 1; j < k; j++)
             if (value(m->dt, z, r * k + j) > mx) mx = value(m->dt, z, r * k + (best = j));
         pred[r] = (int32_t)best;
-        if (!infer_softmax(m)) continue;
+        if (!infer_softmax(m) || m->lm) continue;
         for (int64_t j = 0; j < k; j++) sum += w->probs[j] = exp(value(m->dt, z, r * k + j) - mx);
         for (int64_t j = 0; j < k; j++) {
             if (m->dt == DT_F64)
@@ -611,6 +612,7 @@ struct run {
     double *sl;                                  /* (score, label) per row: the AUC */
     int64_t n_sl;
     struct work w;
+    void *z; /* the last batch's outputs */
     int32_t *pred;
     int *count, *at; /* the gathers' */
     double *all;     /* rank 0: what they gather */
@@ -626,18 +628,22 @@ static int run_batch(struct run *x, int64_t i, int64_t *at, int64_t *n)
     int64_t k = infer_outputs(m), correct = 0;
     *at = x->first + i * x->batch;
     *n = x->first + x->rows - *at < x->batch ? x->first + x->rows - *at : x->batch;
-    if (m->lm) { /* eval only (run_setup) */
-        struct tensor *z;
-        double *s = &x->sums[2 * (i - x->lo)];
-        CAIRN_CHECK(infer_lm_forward(m, x->o, *at, *n, x->w.lm, &z));
-        CAIRN_CHECK(infer_lm_loss(m, x->o, *at, *n, z->data, &x->w.y, &s[0], &correct));
-        s[1] = (double)correct;
-        return 0;
+    void *z;
+    if (m->lm) { /* each position's logits; eval: the loss per token */
+        struct tensor *out;
+        CAIRN_CHECK(infer_lm_forward(m, x->o, *at, *n, x->w.lm, &out));
+        x->z = z = out->data;
+        if (x->o->labels) {
+            double *s = &x->sums[2 * (i - x->lo)];
+            CAIRN_CHECK(infer_lm_loss(m, x->o, *at, *n, z, &x->w.y, &s[0], &correct));
+            s[1] = (double)correct;
+        }
+    } else {
+        CAIRN_CHECK(batch_input(m, x->o, *at, *n, &x->w));
+        CAIRN_CHECK(forward(m, *n, &x->w));
+        x->z = z = x->w.a[m->L % 2].data;
     }
-    CAIRN_CHECK(batch_input(m, x->o, *at, *n, &x->w));
-    CAIRN_CHECK(forward(m, *n, &x->w));
-    void *z = x->w.a[m->L % 2].data;
-    if (x->o->labels) {
+    if (x->o->labels && !m->lm) {
         const int32_t *labels = NULL;
         CAIRN_CHECK(reader_rows(m->rd, x->o->data, x->o->labels, *at, *n, x->targets ? m->dt : DT_I32, &x->w.y));
         if (!x->targets) {
@@ -655,10 +661,11 @@ static int run_batch(struct run *x, int64_t i, int64_t *at, int64_t *n)
             x->sl[2 * x->n_sl + 1] = labels[r];
         }
     }
-    if (x->o->out) {
+    if (x->o->out) { /* a language model: every position's next token */
+        int64_t r = *n * (m->lm ? infer_tokens(m) : 1);
         free(x->pred);
-        CAIRN_CHECK_ALLOC(x->pred = malloc((size_t)(*n + 1) * sizeof *x->pred));
-        outputs(m, *n, &x->w, z, x->pred);
+        CAIRN_CHECK_ALLOC(x->pred = malloc((size_t)(r + 1) * sizeof *x->pred));
+        outputs(m, r, &x->w, z, x->pred);
     }
 cleanup:
     return rc;
@@ -676,12 +683,15 @@ static int out_create(struct run *x)
     h5_mpio_before_open(x->comm, tmp);
     CAIRN_CHECK(h5_create_file(tmp, fapl, &x->f));
     struct shape os = {.ndim = 2, .d = {x->rows, k}}, ps = {.ndim = 1, .d = {x->rows}};
+    if (x->m->lm) /* [rows, ctx, vocab] logits, [rows, ctx] tokens */
+        os = (struct shape){.ndim = 3, .d = {x->rows, infer_tokens(x->m), k}},
+        ps = (struct shape){.ndim = 2, .d = {x->rows, infer_tokens(x->m)}};
     CAIRN_CHECK_H5(x->d_out = h5_create_dataset(x->f, "outputs", x->m->dt, &os, H5P_DEFAULT));
     CAIRN_CHECK_H5(x->d_pred = h5_create_dataset(x->f, "predicted", DT_I32, &ps, H5P_DEFAULT));
     CAIRN_CHECK(h5_attr_put_str(x->f, "model", x->m->path));
     CAIRN_CHECK(h5_attr_put_str(x->f, "data", x->o->data));
     CAIRN_CHECK(h5_attr_put_i64(x->f, "first_row", x->first));
-    CAIRN_CHECK(h5_attr_put_str(x->f, "outputs", infer_softmax(x->m) ? "probabilities" : "values"));
+    CAIRN_CHECK(h5_attr_put_str(x->f, "outputs", x->m->lm ? "logits" : infer_softmax(x->m) ? "probabilities" : "values"));
     CAIRN_CHECK_H5(x->dxpl = H5Pcreate(H5P_DATASET_XFER));
     CAIRN_CHECK_H5(H5Pset_dxpl_mpio(x->dxpl, H5FD_MPIO_COLLECTIVE));
 cleanup:
@@ -714,7 +724,7 @@ static int run_batches(struct run *x)
             continue;
         }
         CAIRN_CHECK(coll_agree(x->comm, rc));
-        CAIRN_CHECK(h5_write_rows(x->d_out, x->m->dt, at - x->first, n, x->w.a[x->m->L % 2].data, x->dxpl));
+        CAIRN_CHECK(h5_write_rows(x->d_out, x->m->dt, at - x->first, n, x->z, x->dxpl));
         CAIRN_CHECK(h5_write_rows(x->d_pred, DT_I32, at - x->first, n, x->pred, x->dxpl));
     }
 cleanup:
@@ -774,9 +784,6 @@ static int run_setup(struct run *x, struct infer_result *r)
         rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "rows %lld:%lld are not within the %lld rows of %s",
                            (long long)o->first, (long long)o->end, (long long)n, o->data);
     if (rc == 0 && o->batch < 1) rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "the batch must be at least 1");
-    if (rc == 0 && x->m->lm && (o->out || !o->labels))
-        rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "a language model's outputs are not predicted row by "
-                           "row: cairn generate writes text from it");
     x->first = o->first;
     x->rows = (o->end < 0 ? n : o->end) - o->first;
     if (rc == 0 && x->rows == 0) rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "no rows to use in %s", o->data);
