@@ -25,7 +25,26 @@ struct lm_shape {
     int64_t d;     /* width */
     int64_t heads; /* divides d */
     int64_t mlp;   /* the MLP's hidden width */
+    double drop;   /* dropout's probability in training (0: none; the tapes make room for it) */
 };
+
+/* Dropout, in training only (a NULL key elsewhere): GPT-2's four places,
+ * the embeddings' sum, the attention's probabilities, and the attention's
+ * and the MLP's outputs before their residual sums.  An element is zeroed
+ * with probability s->drop and the others are scaled by 1 / (1 - drop).
+ * Which ones is a pure function of the job's seed, the pass over the data,
+ * the sample's place in that pass, the layer, the place and the element
+ * (rng.h's RNG_STREAM_DROPOUT, lm_drop_key), so every layout, replica
+ * split and recomputation draws the same mask. */
+enum lm_drop_site { LM_DROP_EMBED, LM_DROP_ATTN, LM_DROP_PROJ, LM_DROP_MLP, LM_DROP_SITES };
+struct lm_drop {
+    uint64_t seed, pass;
+    int64_t sample0; /* the batch's first sample's place in its pass */
+    int layer;
+};
+/* The uniform number that decides element e of a sample's site: kept if
+ * it is at least the probability. */
+double lm_drop_uniform(const struct lm_drop *k, int64_t sample, int site, int64_t e);
 
 /* A block's parameters, in this order.  Matrices are [fan-in, fan-out]
  * (x W), vectors [size]. */
@@ -53,7 +72,7 @@ int64_t lm_scratch_numel(const struct lm_shape *s, int64_t n);
  * lm_tape_numel elements.  s must be lm_shape_ok, and n ctx rows of the
  * widest (the MLP's) within an int. */
 void lm_block_forward(enum dtype dt, const struct lm_shape *s, int64_t n, const void *x,
-                      const void *const *p, void *y, void *tape);
+                      const void *const *p, void *y, void *tape, const struct lm_drop *drop);
 
 /* From the forward's tape and dy (the gradient with respect to y):
  * each parameter's gradient into dp[k] (set, or added to if accumulate)
@@ -61,7 +80,7 @@ void lm_block_forward(enum dtype dt, const struct lm_shape *s, int64_t n, const 
  * elements. */
 void lm_block_backward(enum dtype dt, const struct lm_shape *s, int64_t n, const void *const *p,
                        const void *tape, const void *dy, void *const *dp, bool accumulate, void *dx,
-                       void *scratch);
+                       void *scratch, const struct lm_drop *drop);
 
 /* The model's ends (a language model's first and last layers).
  * Embedding: y[n ctx, d] = tok[token] + pos[position], the tokens given as
@@ -70,9 +89,11 @@ void lm_block_backward(enum dtype dt, const struct lm_shape *s, int64_t n, const
  * Head: logits y[n ctx, vocab] = LN(x) W, p = {gain, bias, W [d, vocab]};
  * its tape and scratch as the block's. */
 void lm_embed_forward(enum dtype dt, const struct lm_shape *s, int64_t n, const void *tokens,
-                      const void *tok, const void *pos, void *y);
+                      const void *tok, const void *pos, void *y, const struct lm_drop *drop);
+/* (dropout masks dy in place) */
 void lm_embed_backward(enum dtype dt, const struct lm_shape *s, int64_t vocab, int64_t n,
-                       const void *tokens, const void *dy, void *dtok, void *dpos, bool accumulate);
+                       const void *tokens, void *dy, void *dtok, void *dpos, bool accumulate,
+                       const struct lm_drop *drop);
 int64_t lm_head_tape_numel(const struct lm_shape *s, int64_t n);
 int64_t lm_head_scratch_numel(const struct lm_shape *s, int64_t n);
 void lm_head_forward(enum dtype dt, const struct lm_shape *s, int64_t vocab, int64_t n, const void *x,

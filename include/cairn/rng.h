@@ -23,6 +23,7 @@ double rng_normal(uint64_t seed, uint64_t stream, uint64_t counter);
 #define RNG_STREAM_SYNTH_LATENT(table) (UINT64_C(0x500000) + (uint64_t)(table))
 #define RNG_STREAM_SYNTH_BAGLEN(table) (UINT64_C(0x600000) + (uint64_t)(table))
 #define RNG_STREAM_GENERATE UINT64_C(0x700000)
+#define RNG_STREAM_DROPOUT(pass) (UINT64_C(0x4000000000000000) + (uint64_t)(pass))
 
 /* The permutation of 0..n-1 for one pass over the data (Fisher-Yates
  * driven by the counters); perm has n entries. */

@@ -49,6 +49,7 @@ struct layer_spec {
 /* model.lm: a decoder-only transformer (cairn-job(5)). */
 struct lm_spec {
     int64_t vocab, ctx, d, heads, mlp, blocks;
+    double dropout; /* in training (lm.h); 0: none */
 };
 
 struct train_spec {

@@ -117,26 +117,56 @@ def model(path):  # model.h5's tensors under the checkpoint's names, as float64
     P.update({"L%d.%s" % (b + 1, n): m["blocks/%d/%s" % (b, n)] for b in range(B) for n in NAMES})
     return {k: torch.tensor(v[()].astype(np.float64)) for k, v in P.items()}
 
-def logits(P, x):
+# dropout's factors as cairn-job(5) defines them, from a numpy transcription
+# of the counter generator (src/base/rng.c)
+def mix(z):
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xbf58476d1ce4e5b9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94d049bb133111eb)
+    return z ^ (z >> np.uint64(31))
+
+def rng(seed, stream, counter):
+    with np.errstate(over="ignore"):
+        k = mix(np.uint64(seed) + np.uint64(0x9e3779b97f4a7c15))
+        k = mix(k ^ (np.uint64(stream) * np.uint64(0xd1b54a32d192ed03)))
+        return mix(k ^ (counter * np.uint64(0x9e3779b97f4a7c15) + np.uint64(0x632be59bd9b4e019)))
+
+def factors(drop, layer, site, N, shape):  # [N, *shape]: 0 or 1 / (1 - p)
+    seed, pas, first, p = drop
+    keys = rng(seed, 2**62 + pas, np.arange(first, first + N, dtype=np.uint64))
+    e = np.arange(np.prod(shape), dtype=np.uint64)
+    u = np.stack([(rng(k, 4 * layer + site, e) >> np.uint64(11)).astype(np.float64) * 2.0**-53 for k in keys])
+    return torch.tensor(np.where(u < p, 0.0, 1 / (1 - p)).reshape((N,) + shape))
+
+def logits(P, x, drop=None):  # drop: (seed, pass, first sample's place, probability)
     N, C = x.shape
     ln = lambda h, g, b: F.layer_norm(h, (D,), g, b, eps=1e-5)
     heads = lambda t: t.view(N, C, H, D // H).transpose(1, 2)
+    dr = lambda t, l, site: t * factors(drop, l, site, N, tuple(t.shape[1:])) if drop else t
     mask = torch.tril(torch.ones(C, C, dtype=torch.bool))
-    h = P["L0.tok"][x] + P["L0.pos"]
+    h = dr(P["L0.tok"][x] + P["L0.pos"], 0, 0)
     for l in range(1, B + 1):
         p = lambda n: P["L%d.%s" % (l, n)]
         q, k, v = (ln(h, p("ln1.g"), p("ln1.b")) @ p("qkv.W") + p("qkv.b")).split(D, dim=-1)
         s = (heads(q) @ heads(k).transpose(-1, -2) / math.sqrt(D // H)).masked_fill(~mask, -math.inf)
-        h = h + (s.softmax(-1) @ heads(v)).transpose(1, 2).reshape(N, C, D) @ p("proj.W") + p("proj.b")
-        h = h + F.gelu(ln(h, p("ln2.g"), p("ln2.b")) @ p("fc.W") + p("fc.b")) @ p("out.W") + p("out.b")
+        h = h + dr((dr(s.softmax(-1), l, 1) @ heads(v)).transpose(1, 2).reshape(N, C, D) @ p("proj.W") + p("proj.b"), l, 2)
+        h = h + dr(F.gelu(ln(h, p("ln2.g"), p("ln2.b")) @ p("fc.W") + p("fc.b")) @ p("out.W") + p("out.b"), l, 3)
     return ln(h, P["L3.lnf.g"], P["L3.lnf.b"]) @ P["L3.W"]
 
 def first_batch():
     f = h5py.File("text.h5", "r")
     return (torch.tensor(f["features"][:24].astype(np.int64)), torch.tensor(f["labels"][:24].astype(np.int64)))
 
-def loss(P, x, y):
-    return F.cross_entropy(logits(P, x).reshape(-1, V), y.reshape(-1))
+def loss(P, x, y, drop=None):
+    return F.cross_entropy(logits(P, x, drop).reshape(-1, V), y.reshape(-1))
+
+def grads_match(P, path):  # the largest difference of P's gradients from a gradient file's, relative
+    g = h5py.File(path, "r")["grads"]
+    worst = 0
+    for name, t in P.items():
+        l, rest = name.split(".", 1)
+        ours, theirs = g[l][rest][()], t.grad.numpy()
+        worst = max(worst, abs(ours - theirs).max() / abs(theirs).max())
+    return worst
 PY
 extract() { # CKPT EPOCH: its parameters into CKPT/extract-EPOCH.h5
     local blobs=() p b
@@ -154,12 +184,7 @@ from torch_ref import *
 P = blobs("adam/ckpt", 0)
 for t in P.values(): t.requires_grad_(True)
 loss(P, *first_batch()).backward()
-g = h5py.File("ref-torch.h5", "r")["grads"]
-worst = 0
-for name, t in P.items():
-    l, rest = name.split(".", 1)
-    ours, theirs = g[l][rest][()], t.grad.numpy()
-    worst = max(worst, abs(ours - theirs).max() / abs(theirs).max())
+worst = grads_match(P, "ref-torch.h5")
 print("gradients: largest relative difference %.2e over %d parameters" % (worst, len(P)))
 sys.exit(0 if len(P) == 29 and worst < 1e-9 else 1)' >torch.cmp 2>&1 && pass torch/gradients ||
     fail torch/gradients "$(tail -3 torch.cmp)"
@@ -179,6 +204,46 @@ moved = all(abs(ours[k] - w0[k]).max() > 0 for k in P)
 print("Adam step: largest difference %.2e of the change, over %d parameters" % (worst, len(ours)))
 sys.exit(0 if len(ours) == 29 and moved and worst < 1e-9 else 1)' >adam.cmp 2>&1 && pass torch/adam-step ||
     fail torch/adam-step "$(tail -3 adam.cmp)"
+
+# dropout (0.2): the reference's gradients are torch's through the masks
+# that cairn-job(5) defines; every layout (schedules, recomputation,
+# replicas, shards) computes the reference's bits; a run is the same bits
+# on every layout and after a stop and resume; and the masks move with the
+# data (another seed, other gradients)
+run ref-drop "$CAIRN" grads lm.cfg -o ref-drop.h5 --set data.shuffle=false --set model.lm.dropout=0.2
+expect_rc dropout/reference-exit ref-drop 0
+py 'import sys, torch
+from torch_ref import *
+P = blobs("adam/ckpt", 0)
+for t in P.values(): t.requires_grad_(True)
+loss(P, *first_batch(), drop=(3, 0, 0, 0.2)).backward()
+worst = grads_match(P, "ref-drop.h5")
+print("with dropout: largest relative difference %.2e over %d parameters" % (worst, len(P)))
+sys.exit(0 if worst < 1e-9 else 1)' >drop.cmp 2>&1 && pass dropout/torch-gradients ||
+    fail dropout/torch-gradients "$(tail -3 drop.cmp)"
+h5differ ref-torch.h5 ref-drop.h5 /grads && pass dropout/changes-gradients || fail dropout/changes-gradients "the same gradients as without dropout"
+sed -i 's/mlp = 40; }/mlp = 40; dropout = 0.2; }/' lm.cfg
+run print-drop "$CAIRN" print lm.cfg
+expect_grep dropout/print print-drop.out "; dropout 0.2 in training$"
+run ref "$CAIRN" grads lm.cfg -o ref.h5
+echo 'debug = { grads = "dist.h5"; };' >>lm.cfg
+check_grads drop-S2-P2-always-1f1b 4 --set pipeline.stages=2 --set ps.shards=2 --set pipeline.checkpoint=always \
+    --set pipeline.schedule=1f1b
+check_grads drop-S2-R2-P1 5 --set pipeline.stages=2 --set replicas=2
+check_grads drop-S1-R2-P2 4 --set replicas=2 --set ps.shards=2
+sed -i '/^debug/d' lm.cfg
+train drop-S1-P1 2
+train drop-S2-R2-P2 6 --set pipeline.stages=2 --set replicas=2 --set ps.shards=2
+same_h5 dropout/layouts-bitwise t-drop-S1-P1/model.h5 t-drop-S2-R2-P2/model.h5
+mpi drop-stop 4 run lm.cfg --run-dir t-drop-resumed --set steps_per_epoch=4 --set stop.max_epochs=1 \
+    --set pipeline.stages=2 --set ps.shards=2
+expect_rc dropout/stop-exit drop-stop 0
+train drop-resumed 4 --set pipeline.stages=2 --set ps.shards=2
+expect_grep dropout/resumed-from-epoch-1 drop-resumed.out "resuming after epoch 1 "
+same_h5 dropout/resume-bitwise t-drop-S1-P1/model.h5 t-drop-resumed/model.h5
+h5differ t-S1-P1/model.h5 t-drop-S1-P1/model.h5 && pass dropout/trains-otherwise ||
+    fail dropout/trains-otherwise "the same model as without dropout"
+sed -i 's/ dropout = 0.2;//' lm.cfg
 
 # it learns: after two epochs of the whole text the held-out loss is below
 # the unigram model's (the byte frequencies' entropy, in nats)
@@ -363,6 +428,9 @@ expect_grep bad/context-message short.err "dataset 'features' in short.h5 is i32
 run heads "$CAIRN" check lm.cfg --set model.lm.heads=5
 expect_rc bad/heads-exit heads 2
 expect_grep bad/heads-message heads.err "model.lm: heads = 5 does not divide width = 24"
+run dropout-1 "$CAIRN" check lm.cfg --set model.lm.dropout=1
+expect_rc bad/dropout-exit dropout-1 2
+expect_grep bad/dropout-message dropout-1.err "'dropout' must be in \[0, 0.9\], got 1"
 run tp "$CAIRN" check lm.cfg --set pipeline.ranks_per_stage=2
 expect_rc bad/tensor-parallel-exit tp 2
 expect_grep bad/tensor-parallel-message tp.err "a language model's stages run on one rank each"

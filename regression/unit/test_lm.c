@@ -109,81 +109,126 @@ static void forward_is_the_definition(void **state)
     double *p[LM_N_PARAMS], *x = rnd(R * S.d, 700, 1), *y = malloc((size_t)(R * S.d) * sizeof *y), want[40];
     double *tape = malloc((size_t)lm_tape_numel(&S, n) * sizeof *tape);
     params(p, 800);
-    lm_block_forward(DT_F64, &S, n, x, (const void *const *)p, y, tape);
+    lm_block_forward(DT_F64, &S, n, x, (const void *const *)p, y, tape, NULL);
     for (int64_t i = 0; i < n; i++) {
         reference(x + i * S.ctx * S.d, p, want);
         double w = worst(want, y + i * S.ctx * S.d, S.ctx * S.d);
         if (w > 1e-12) fail_msg("sequence %lld: the block differs from the definition by %.3g", (long long)i, w);
     }
     /* in place (y = x) gives the same bits */
-    lm_block_forward(DT_F64, &S, n, x, (const void *const *)p, x, tape);
+    lm_block_forward(DT_F64, &S, n, x, (const void *const *)p, x, tape, NULL);
     assert_memory_equal(x, y, (size_t)(R * S.d) * sizeof *x);
     for (int k = 0; k < LM_N_PARAMS; k++) free(p[k]);
     free(x), free(y), free(tape);
 }
 
-/* sum(y w) for the block on x (n sequences) */
-static double objective(int64_t n, const double *x, double **p, const double *w)
+/* sum(y w) for the block of shape s on x (n sequences), dropout keyed by k */
+static double objective(const struct lm_shape *s, const struct lm_drop *k, int64_t n, const double *x, double **p,
+                        const double *w)
 {
-    int64_t R = n * S.ctx;
-    double *y = malloc((size_t)(R * S.d) * sizeof *y), *tape = malloc((size_t)lm_tape_numel(&S, n) * sizeof *tape);
-    lm_block_forward(DT_F64, &S, n, x, (const void *const *)p, y, tape);
+    int64_t R = n * s->ctx;
+    double *y = malloc((size_t)(R * s->d) * sizeof *y), *tape = malloc((size_t)lm_tape_numel(s, n) * sizeof *tape);
+    lm_block_forward(DT_F64, s, n, x, (const void *const *)p, y, tape, k);
     double f = 0;
-    for (int64_t e = 0; e < R * S.d; e++) f += y[e] * w[e];
+    for (int64_t e = 0; e < R * s->d; e++) f += y[e] * w[e];
     free(y);
     free(tape);
     return f;
 }
 
-static void check(const char *what, double *v, const double *grad, int64_t count, int64_t n,
-                  const double *x, double **p, const double *w)
+static void check(const struct lm_shape *s, const struct lm_drop *k, const char *what, double *v,
+                  const double *grad, int64_t count, int64_t n, const double *x, double **p, const double *w)
 {
     for (int64_t i = 0; i < count; i++) {
         double keep = v[i], e = 1e-6;
         v[i] = keep + e;
-        double up = objective(n, x, p, w);
+        double up = objective(s, k, n, x, p, w);
         v[i] = keep - e;
-        double down = objective(n, x, p, w);
+        double down = objective(s, k, n, x, p, w);
         v[i] = keep;
         double fd = (up - down) / (2 * e);
         if (fabs(fd - grad[i]) > 1e-6 * (1 + fabs(fd)))
-            fail_msg("%s[%lld]: backward %.10g, finite difference %.10g", what, (long long)i, grad[i], fd);
+            fail_msg("%s%s[%lld]: backward %.10g, finite difference %.10g", k ? "with dropout, " : "", what,
+                     (long long)i, grad[i], fd);
     }
+}
+
+/* The block's gradients, without dropout or with a fixed key (which makes
+ * the block a fixed function of x and p), against finite differences. */
+static void gradients_of(const struct lm_shape *s, const struct lm_drop *k)
+{
+    int64_t n = 2, R = n * s->ctx;
+    double *p[LM_N_PARAMS], *dp[LM_N_PARAMS], *x = rnd(R * s->d, 100, 1), *w = rnd(R * s->d, 101, 1);
+    params(p, 200);
+    for (int q = 0; q < LM_N_PARAMS; q++) dp[q] = calloc((size_t)numel(q), sizeof(double));
+    double *y = malloc((size_t)(R * s->d) * sizeof *y), *dx = malloc((size_t)(R * s->d) * sizeof *dx);
+    double *tape = malloc((size_t)lm_tape_numel(s, n) * sizeof *tape);
+    double *scratch = malloc((size_t)lm_scratch_numel(s, n) * sizeof *scratch);
+    lm_block_forward(DT_F64, s, n, x, (const void *const *)p, y, tape, k);
+    lm_block_backward(DT_F64, s, n, (const void *const *)p, tape, w, (void *const *)dp, false, dx, scratch, k);
+    check(s, k, "x", x, dx, R * s->d, n, x, p, w);
+    for (int q = 0; q < LM_N_PARAMS; q++) check(s, k, lm_param_name(q), p[q], dp[q], numel(q), n, x, p, w);
+    /* accumulate adds; no dx gives the same parameter gradients */
+    double *again[LM_N_PARAMS];
+    for (int q = 0; q < LM_N_PARAMS; q++) {
+        again[q] = malloc((size_t)numel(q) * sizeof(double));
+        memcpy(again[q], dp[q], (size_t)numel(q) * sizeof(double));
+    }
+    lm_block_backward(DT_F64, s, n, (const void *const *)p, tape, w, (void *const *)again, true, NULL, scratch, k);
+    for (int q = 0; q < LM_N_PARAMS; q++)
+        for (int64_t i = 0; i < numel(q); i++)
+            if (fabs(again[q][i] - 2 * dp[q][i]) > 1e-12 * (1 + fabs(dp[q][i])))
+                fail_msg("%s[%lld]: accumulated %.17g, want twice %.17g", lm_param_name(q), (long long)i,
+                         again[q][i], dp[q][i]);
+    /* no sequences: every gradient is zero, not left as it was */
+    lm_block_backward(DT_F64, s, 0, (const void *const *)p, tape, w, (void *const *)again, false, NULL, scratch, k);
+    for (int q = 0; q < LM_N_PARAMS; q++)
+        for (int64_t i = 0; i < numel(q); i++)
+            if (again[q][i] != 0) fail_msg("%s[%lld]: %g after no sequences", lm_param_name(q), (long long)i, again[q][i]);
+    for (int q = 0; q < LM_N_PARAMS; q++) free(p[q]), free(dp[q]), free(again[q]);
+    free(x), free(w), free(y), free(dx), free(tape), free(scratch);
 }
 
 static void gradients_match_finite_differences(void **state)
 {
     (void)state;
-    int64_t n = 2, R = n * S.ctx;
-    double *p[LM_N_PARAMS], *dp[LM_N_PARAMS], *x = rnd(R * S.d, 100, 1), *w = rnd(R * S.d, 101, 1);
-    params(p, 200);
-    for (int k = 0; k < LM_N_PARAMS; k++) dp[k] = calloc((size_t)numel(k), sizeof(double));
-    double *y = malloc((size_t)(R * S.d) * sizeof *y), *dx = malloc((size_t)(R * S.d) * sizeof *dx);
-    double *tape = malloc((size_t)lm_tape_numel(&S, n) * sizeof *tape);
-    double *scratch = malloc((size_t)lm_scratch_numel(&S, n) * sizeof *scratch);
-    lm_block_forward(DT_F64, &S, n, x, (const void *const *)p, y, tape);
-    lm_block_backward(DT_F64, &S, n, (const void *const *)p, tape, w, (void *const *)dp, false, dx, scratch);
-    check("x", x, dx, R * S.d, n, x, p, w);
-    for (int k = 0; k < LM_N_PARAMS; k++) check(lm_param_name(k), p[k], dp[k], numel(k), n, x, p, w);
-    /* accumulate adds; no dx gives the same parameter gradients */
-    double *again[LM_N_PARAMS];
-    for (int k = 0; k < LM_N_PARAMS; k++) {
-        again[k] = malloc((size_t)numel(k) * sizeof(double));
-        memcpy(again[k], dp[k], (size_t)numel(k) * sizeof(double));
+    gradients_of(&S, NULL);
+}
+
+/* With dropout on: the gradients through the masks; a key NULL (as
+ * evaluation passes) is no dropout, bit for bit; the same key gives the
+ * same output; about the probability's share of a site's elements are
+ * dropped; and another key or layer drops others. */
+static void dropout_gradients_and_masks(void **state)
+{
+    (void)state;
+    struct lm_shape s = S;
+    s.drop = 0.3;
+    struct lm_drop k = {.seed = 5, .pass = 2, .sample0 = 7, .layer = 1};
+    gradients_of(&s, &k);
+    int64_t n = 2, R = n * s.ctx;
+    double *p[LM_N_PARAMS], *x = rnd(R * s.d, 900, 1), *y[4], *tape = malloc((size_t)lm_tape_numel(&s, n) * sizeof *tape);
+    params(p, 901);
+    struct lm_drop other = k;
+    other.sample0 = 9;
+    const struct lm_drop *keys[4] = {NULL, &k, &k, &other};
+    for (int i = 0; i < 4; i++) {
+        y[i] = malloc((size_t)(R * s.d) * sizeof(double));
+        lm_block_forward(DT_F64, i ? &s : &S, n, x, (const void *const *)p, y[i], tape, keys[i]);
     }
-    lm_block_backward(DT_F64, &S, n, (const void *const *)p, tape, w, (void *const *)again, true, NULL, scratch);
-    for (int k = 0; k < LM_N_PARAMS; k++)
-        for (int64_t i = 0; i < numel(k); i++)
-            if (fabs(again[k][i] - 2 * dp[k][i]) > 1e-12 * (1 + fabs(dp[k][i])))
-                fail_msg("%s[%lld]: accumulated %.17g, want twice %.17g", lm_param_name(k), (long long)i,
-                         again[k][i], dp[k][i]);
-    /* no sequences: every gradient is zero, not left as it was */
-    lm_block_backward(DT_F64, &S, 0, (const void *const *)p, tape, w, (void *const *)again, false, NULL, scratch);
-    for (int k = 0; k < LM_N_PARAMS; k++)
-        for (int64_t i = 0; i < numel(k); i++)
-            if (again[k][i] != 0) fail_msg("%s[%lld]: %g after no sequences", lm_param_name(k), (long long)i, again[k][i]);
-    for (int k = 0; k < LM_N_PARAMS; k++) free(p[k]), free(dp[k]), free(again[k]);
-    free(x), free(w), free(y), free(dx), free(tape), free(scratch);
+    double *y0 = malloc((size_t)(R * s.d) * sizeof *y0);
+    lm_block_forward(DT_F64, &s, n, x, (const void *const *)p, y0, tape, NULL);
+    assert_memory_equal(y0, y[0], (size_t)(R * s.d) * sizeof *y0); /* no key: no dropout */
+    assert_memory_equal(y[1], y[2], (size_t)(R * s.d) * sizeof *y0); /* one key: one mask */
+    assert_true(memcmp(y[1], y[0], (size_t)(R * s.d) * sizeof *y0) != 0);
+    assert_true(memcmp(y[1], y[3], (size_t)(R * s.d) * sizeof *y0) != 0);
+    int64_t dropped = 0, total = 100000;
+    for (int64_t e = 0; e < total; e++) dropped += lm_drop_uniform(&k, 0, LM_DROP_MLP, e) < s.drop;
+    if (fabs((double)dropped / (double)total - s.drop) > 0.01)
+        fail_msg("%lld of %lld dropped at probability %g", (long long)dropped, (long long)total, s.drop);
+    for (int i = 0; i < 4; i++) free(y[i]);
+    for (int q = 0; q < LM_N_PARAMS; q++) free(p[q]);
+    free(x), free(y0), free(tape);
 }
 
 /* Changing position j's input changes no earlier position's output. */
@@ -195,11 +240,11 @@ static void attention_is_causal(void **state)
     double *y0 = malloc((size_t)(R * S.d) * sizeof *y0), *y1 = malloc((size_t)(R * S.d) * sizeof *y1);
     double *tape = malloc((size_t)lm_tape_numel(&S, 1) * sizeof *tape);
     params(p, 400);
-    lm_block_forward(DT_F64, &S, 1, x0, (const void *const *)p, y0, tape);
+    lm_block_forward(DT_F64, &S, 1, x0, (const void *const *)p, y0, tape, NULL);
     for (int64_t j = 0; j < S.ctx; j++) {
         memcpy(x, x0, (size_t)(R * S.d) * sizeof *x);
         for (int64_t c = 0; c < S.d; c++) x[j * S.d + c] += 0.5;
-        lm_block_forward(DT_F64, &S, 1, x, (const void *const *)p, y1, tape);
+        lm_block_forward(DT_F64, &S, 1, x, (const void *const *)p, y1, tape, NULL);
         assert_memory_equal(y0, y1, (size_t)(j * S.d) * sizeof *y0); /* positions before j: the same bits */
         int changed = 0;
         for (int64_t c = 0; c < S.d; c++) changed |= y0[j * S.d + c] != y1[j * S.d + c];
@@ -227,8 +272,8 @@ static void run(enum dtype dt, int64_t n, const double *xd, const double *wd, do
         g[k] = malloc((size_t)numel(k) * es);
         for (int64_t i = 0; i < numel(k); i++) PUT(p[k], i, pd[k][i]);
     }
-    lm_block_forward(dt, &S, n, x, (const void *const *)p, yv, tape);
-    lm_block_backward(dt, &S, n, (const void *const *)p, tape, w, g, false, dxv, scratch);
+    lm_block_forward(dt, &S, n, x, (const void *const *)p, yv, tape, NULL);
+    lm_block_backward(dt, &S, n, (const void *const *)p, tape, w, g, false, dxv, scratch, NULL);
     for (int64_t e = 0; e < R; e++) y[e] = GET(yv, e), dx[e] = GET(dxv, e);
     for (int k = 0; k < LM_N_PARAMS; k++) {
         for (int64_t i = 0; i < numel(k); i++) dp[k][i] = GET(g[k], i);
@@ -283,8 +328,8 @@ static void shapes_checked(void **state)
 {
     (void)state;
     assert_true(lm_shape_ok(&S));
-    const struct lm_shape bad[] = {{0, 8, 2, 12}, {5, 0, 1, 12}, {5, 8, 0, 12}, {5, 8, 3, 12}, {5, 8, 2, 0},
-                                   {1 << 16, 8, 2, 12}, {5, 1 << 15, 1, 12}, {5, 1 << 16, 1, 1 << 16}};
+    const struct lm_shape bad[] = {{0, 8, 2, 12, 0}, {5, 0, 1, 12, 0}, {5, 8, 0, 12, 0}, {5, 8, 3, 12, 0}, {5, 8, 2, 0, 0},
+                                   {1 << 16, 8, 2, 12, 0}, {5, 1 << 15, 1, 12, 0}, {5, 1 << 16, 1, 1 << 16, 0}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         if (lm_shape_ok(&bad[i])) fail_msg("shape %zu taken", i);
 }
@@ -294,6 +339,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(forward_is_the_definition),
         cmocka_unit_test(gradients_match_finite_differences),
+        cmocka_unit_test(dropout_gradients_and_masks),
         cmocka_unit_test(f32_follows_f64_and_sequences_are_independent),
         cmocka_unit_test(attention_is_causal),
         cmocka_unit_test(shapes_checked),

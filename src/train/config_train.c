@@ -197,9 +197,7 @@ static void parse_lm(struct cfg *c, const config_setting_t *m, const config_sett
     x->heads = cfg_int(c, g, "heads", false, 1, 1, 1 << 12);
     x->blocks = cfg_int(c, g, "blocks", true, 1, 1, NN_MAX_LAYERS - 2);
     x->mlp = cfg_int(c, g, "mlp", false, 4 * x->d, 1, 1 << 20);
-    if (cfg_num(c, g, "dropout", 0, 0, 0.99, NULL) != 0)
-        cfg_err(c, config_setting_get_member(g, "dropout"), "model.lm.dropout: only 0 (no dropout) "
-                                                          "is implemented yet");
+    x->dropout = cfg_num(c, g, "dropout", 0, 0, 0.9, NULL);
     if (x->d % x->heads)
         cfg_err(c, config_setting_get_member(g, "heads"), "model.lm: heads = %lld does not divide width = %lld",
                 (long long)x->heads, (long long)x->d);

@@ -164,7 +164,7 @@ int infer_lm_forward(const struct infer_model *m, const struct infer_opts *o, in
         struct shape s = {.ndim = 2, .d = {n, t->layers[l].units}}, ts = {.ndim = 1, .d = {layer_tape_numel(t, l, n)}};
         CAIRN_CHECK(tensor_resize(out, m->dt, &s));
         CAIRN_CHECK(tensor_resize(&work[2], m->dt, &ts));
-        layer_forward(t, l, n, in->data, &m->p[t->param0[l]], out->data, work[2].data);
+        layer_forward(t, l, n, in->data, &m->p[t->param0[l]], out->data, work[2].data, NULL);
     }
     *z = &work[t->n_layers % 2];
 cleanup:
@@ -234,7 +234,7 @@ static int full(struct gen *x, const int64_t *toks, int64_t n)
         struct shape s = {.ndim = 2, .d = {1, t->layers[l].units}}, ts = {.ndim = 1, .d = {layer_tape_numel(t, l, 1)}};
         CAIRN_CHECK(tensor_resize(b, x->m->dt, &s));
         CAIRN_CHECK(tensor_resize(&x->full[2], x->m->dt, &ts));
-        layer_forward(t, l, 1, a->data, &x->m->p[t->param0[l]], b->data, x->full[2].data);
+        layer_forward(t, l, 1, a->data, &x->m->p[t->param0[l]], b->data, x->full[2].data, NULL);
     }
     memcpy(x->logits, (char *)x->full[t->n_layers % 2].data + (size_t)((n - 1) * V) * x->esz, (size_t)V * x->esz);
 cleanup:

@@ -7,7 +7,16 @@
 
 static struct lm_shape shape_of(const struct train_spec *t)
 {
-    return (struct lm_shape){.ctx = t->lm.ctx, .d = t->lm.d, .heads = t->lm.heads, .mlp = t->lm.mlp};
+    return (struct lm_shape){
+        .ctx = t->lm.ctx, .d = t->lm.d, .heads = t->lm.heads, .mlp = t->lm.mlp, .drop = t->lm.dropout};
+}
+
+/* Layer l's dropout key, or NULL. */
+static const struct lm_drop *drop_of(const struct layer_key *key, int l, struct lm_drop *d)
+{
+    if (!key) return NULL;
+    *d = (struct lm_drop){.seed = key->seed, .pass = key->pass, .sample0 = key->sample0, .layer = l};
+    return d;
 }
 
 static int64_t layer_inputs(const struct train_spec *t, int l) { return l ? t->layers[l - 1].units : t->width0; }
@@ -33,26 +42,30 @@ int64_t layer_scratch_numel(const struct train_spec *t, int l, int64_t n)
 }
 
 void layer_forward(const struct train_spec *t, int l, int64_t n, const void *x, const struct tensor *w,
-                   void *y, void *tape)
+                   void *y, void *tape, const struct layer_key *key)
 {
     struct lm_shape s = shape_of(t);
+    struct lm_drop dk;
+    const struct lm_drop *k = drop_of(key, l, &dk);
     const void *p[MODEL_LAYER_MAX_PARAMS];
     for (int q = 0; q < model_layer_params(t->layers[l].kind); q++) p[q] = w[q].data;
     switch (t->layers[l].kind) {
     case LAYER_DENSE:
         nn_forward(t->dtype, n, layer_inputs(t, l), t->layers[l].units, x, p[0], p[1], t->layers[l].act, y);
         break;
-    case LAYER_LM_EMBED: lm_embed_forward(t->dtype, &s, n, x, p[0], p[1], y); break;
-    case LAYER_LM_BLOCK: lm_block_forward(t->dtype, &s, n, x, p, y, tape); break;
+    case LAYER_LM_EMBED: lm_embed_forward(t->dtype, &s, n, x, p[0], p[1], y, k); break;
+    case LAYER_LM_BLOCK: lm_block_forward(t->dtype, &s, n, x, p, y, tape, k); break;
     case LAYER_LM_HEAD: lm_head_forward(t->dtype, &s, t->lm.vocab, n, x, p, y, tape); break;
     }
 }
 
 void layer_backward(const struct train_spec *t, int l, int64_t n, const void *x, const void *y,
                     const struct tensor *w, const void *tape, void *dy, struct tensor *const *dw, void *dx,
-                    void *scratch)
+                    void *scratch, const struct layer_key *key)
 {
     struct lm_shape s = shape_of(t);
+    struct lm_drop dk;
+    const struct lm_drop *k = drop_of(key, l, &dk);
     const void *p[MODEL_LAYER_MAX_PARAMS];
     void *dp[MODEL_LAYER_MAX_PARAMS];
     for (int q = 0; q < model_layer_params(t->layers[l].kind); q++) p[q] = w[q].data, dp[q] = dw[q]->data;
@@ -61,8 +74,8 @@ void layer_backward(const struct train_spec *t, int l, int64_t n, const void *x,
         nn_backward(t->dtype, n, layer_inputs(t, l), t->layers[l].units, x, p[0], y, t->layers[l].act, dy,
                     dp[0], dp[1], dx, false);
         break;
-    case LAYER_LM_EMBED: lm_embed_backward(t->dtype, &s, t->lm.vocab, n, x, dy, dp[0], dp[1], false); break;
-    case LAYER_LM_BLOCK: lm_block_backward(t->dtype, &s, n, p, tape, dy, dp, false, dx, scratch); break;
+    case LAYER_LM_EMBED: lm_embed_backward(t->dtype, &s, t->lm.vocab, n, x, dy, dp[0], dp[1], false, k); break;
+    case LAYER_LM_BLOCK: lm_block_backward(t->dtype, &s, n, p, tape, dy, dp, false, dx, scratch, k); break;
     case LAYER_LM_HEAD:
         lm_head_backward(t->dtype, &s, t->lm.vocab, n, p, tape, dy, dp, false, dx, scratch);
         break;

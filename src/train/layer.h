@@ -13,16 +13,23 @@
 
 #include <stdint.h>
 
+/* Where a training pass's n samples are: dropout's key (lm.h); NULL
+ * elsewhere (evaluation: no dropout). */
+struct layer_key {
+    uint64_t seed, pass;
+    int64_t sample0; /* the first sample's place in the pass over the data */
+};
+
 int64_t layer_tape_numel(const struct train_spec *t, int l, int64_t n);
 int64_t layer_scratch_numel(const struct train_spec *t, int l, int64_t n);
 void layer_forward(const struct train_spec *t, int l, int64_t n, const void *x, const struct tensor *w,
-                   void *y, void *tape);
+                   void *y, void *tape, const struct layer_key *key);
 /* dy (overwritten) -> dw[q] = each parameter's gradient, and, unless dx
  * is NULL, dx [n, in].  A language model's embedding layer takes tokens
- * and has no dx. */
+ * and has no dx.  key: the forward's. */
 void layer_backward(const struct train_spec *t, int l, int64_t n, const void *x, const void *y,
                     const struct tensor *w, const void *tape, void *dy, struct tensor *const *dw, void *dx,
-                    void *scratch);
+                    void *scratch, const struct layer_key *key);
 
 /* The loss of the model's outputs z for n samples against their labels
  * (a language model: each sample's ctx next tokens) or targets; as

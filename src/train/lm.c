@@ -1,10 +1,28 @@
 /* The decoder block's arithmetic; see include/cairn/lm.h. */
 #include "cairn/lm.h"
 
+#include "cairn/rng.h"
+
 #include <cblas.h>
 #include <limits.h>
 #include <math.h>
 #include <string.h>
+
+/* Sample i's dropout key, and the uniform number of element e of a site. */
+static uint64_t drop_key(const struct lm_drop *k, int64_t i)
+{
+    return rng_u64(k->seed, RNG_STREAM_DROPOUT(k->pass), (uint64_t)(k->sample0 + i));
+}
+
+static double drop_u(const struct lm_drop *k, uint64_t key, int site, int64_t e)
+{
+    return rng_uniform(key, (uint64_t)k->layer * LM_DROP_SITES + (uint64_t)site, (uint64_t)e);
+}
+
+double lm_drop_uniform(const struct lm_drop *k, int64_t sample, int site, int64_t e)
+{
+    return drop_u(k, drop_key(k, sample), site, e);
+}
 
 #define REAL float
 #define SUFFIX _f32
@@ -61,53 +79,63 @@ void lm_param_shape(const struct lm_shape *s, int k, int64_t *rows, int64_t *col
     }
 }
 
+/* With dropout, the forward's room for an output and a head's kept
+ * probabilities (the tape's end), and the backward's for a masked
+ * gradient and a head's factors and kept probabilities. */
 int64_t lm_tape_numel(const struct lm_shape *s, int64_t n)
 {
-    int64_t R = n * s->ctx;
-    return R * (8 * s->d + 2 + 2 * s->mlp) + n * s->heads * s->ctx * s->ctx;
+    int64_t R = n * s->ctx, c2 = s->ctx * s->ctx;
+    return R * (8 * s->d + 2 + 2 * s->mlp) + n * s->heads * c2 + (s->drop > 0 ? R * s->d + c2 : 0);
 }
 
 int64_t lm_scratch_numel(const struct lm_shape *s, int64_t n)
 {
-    return n * s->ctx * (s->mlp + 6 * s->d) + s->ctx * s->ctx;
+    int64_t R = n * s->ctx, c2 = s->ctx * s->ctx;
+    return R * (s->mlp + 6 * s->d) + c2 + (s->drop > 0 ? R * s->d + 2 * c2 : 0);
 }
 
 void lm_block_forward(enum dtype dt, const struct lm_shape *s, int64_t n, const void *x,
-                      const void *const *p, void *y, void *tape)
+                      const void *const *p, void *y, void *tape, const struct lm_drop *drop)
 {
+    if (!(s->drop > 0)) drop = NULL;
     if (dt == DT_F32)
-        block_forward_f32(s, n, x, (const float *const *)p, y, tape);
+        block_forward_f32(s, n, x, (const float *const *)p, y, tape, drop);
     else
-        block_forward_f64(s, n, x, (const double *const *)p, y, tape);
+        block_forward_f64(s, n, x, (const double *const *)p, y, tape, drop);
 }
 
 void lm_block_backward(enum dtype dt, const struct lm_shape *s, int64_t n, const void *const *p,
                        const void *tape, const void *dy, void *const *dp, bool accumulate, void *dx,
-                       void *scratch)
+                       void *scratch, const struct lm_drop *drop)
 {
+    if (!(s->drop > 0)) drop = NULL;
     if (dt == DT_F32)
-        block_backward_f32(s, n, (const float *const *)p, tape, dy, (float *const *)dp, accumulate, dx, scratch);
+        block_backward_f32(s, n, (const float *const *)p, tape, dy, (float *const *)dp, accumulate, dx, scratch,
+                           drop);
     else
         block_backward_f64(s, n, (const double *const *)p, tape, dy, (double *const *)dp, accumulate, dx,
-                           scratch);
+                           scratch, drop);
 }
 
 void lm_embed_forward(enum dtype dt, const struct lm_shape *s, int64_t n, const void *tokens,
-                      const void *tok, const void *pos, void *y)
+                      const void *tok, const void *pos, void *y, const struct lm_drop *drop)
 {
+    if (!(s->drop > 0)) drop = NULL;
     if (dt == DT_F32)
-        embed_forward_f32(s, n, tokens, tok, pos, y);
+        embed_forward_f32(s, n, tokens, tok, pos, y, drop);
     else
-        embed_forward_f64(s, n, tokens, tok, pos, y);
+        embed_forward_f64(s, n, tokens, tok, pos, y, drop);
 }
 
 void lm_embed_backward(enum dtype dt, const struct lm_shape *s, int64_t vocab, int64_t n,
-                       const void *tokens, const void *dy, void *dtok, void *dpos, bool accumulate)
+                       const void *tokens, void *dy, void *dtok, void *dpos, bool accumulate,
+                       const struct lm_drop *drop)
 {
+    if (!(s->drop > 0)) drop = NULL;
     if (dt == DT_F32)
-        embed_backward_f32(s, vocab, n, tokens, dy, dtok, dpos, accumulate);
+        embed_backward_f32(s, vocab, n, tokens, dy, dtok, dpos, accumulate, drop);
     else
-        embed_backward_f64(s, vocab, n, tokens, dy, dtok, dpos, accumulate);
+        embed_backward_f64(s, vocab, n, tokens, dy, dtok, dpos, accumulate, drop);
 }
 
 int64_t lm_head_tape_numel(const struct lm_shape *s, int64_t n) { return n * s->ctx * (2 * s->d + 1); }

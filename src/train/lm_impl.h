@@ -13,9 +13,23 @@ static void F(gemm)(bool ta, bool tb, int64_t m, int64_t n, int64_t k, REAL alph
          (int)n, (int)k, alpha, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
 }
 
+/* Dropout at `site` of n samples of `per` elements each: dst = src, each
+ * element zeroed or scaled by 1 / (1 - p) (src may be dst). */
+static void F(drop)(double p, const struct lm_drop *k, int site, int64_t n, int64_t per, const REAL *src,
+                    REAL *dst)
+{
+    REAL scale = (REAL)(1 / (1 - p));
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t key = drop_key(k, i);
+        for (int64_t e = 0; e < per; e++)
+            dst[i * per + e] = src[i * per + e] * (drop_u(k, key, site, e) < p ? (REAL)0 : scale);
+    }
+}
+
 /* The tape's parts, for n sequences. */
 struct F(tape) {
     REAL *xhat1, *xn1, *rstd1, *qkv, *P, *a, *xhat2, *xn2, *rstd2, *u, *gl;
+    REAL *o, *Pd; /* with dropout, the forward's room: an output [R, d], a head's kept P */
 };
 
 static struct F(tape) F(tape_parts)(const struct lm_shape *s, int64_t n, REAL *t)
@@ -33,6 +47,11 @@ static struct F(tape) F(tape_parts)(const struct lm_shape *s, int64_t n, REAL *t
     p.rstd2 = t, t += R;
     p.u = t, t += R * s->mlp;
     p.gl = t;
+    p.o = p.Pd = NULL;
+    if (s->drop > 0) {
+        p.o = t + R * s->mlp;
+        p.Pd = p.o + R * d;
+    }
     return p;
 }
 
@@ -112,9 +131,24 @@ static REAL F(dgelu)(REAL u, REAL gl)
     return phi + u * EXP((REAL)-0.5 * u * u) * (REAL)(0.5 * M_2_SQRTPI * M_SQRT1_2);
 }
 
+/* Dropout's factors for head h of one sequence's probabilities, [ctx, ctx]
+ * (0 or 1 / (1 - p) on and below the diagonal, 0 above); key: the
+ * sample's. */
+static void F(attn_mask)(const struct lm_shape *s, const struct lm_drop *k, uint64_t key, int64_t h, REAL *M)
+{
+    int64_t c = s->ctx;
+    REAL scale = (REAL)(1 / (1 - s->drop));
+    for (int64_t i = 0; i < c; i++)
+        for (int64_t j = 0; j < c; j++)
+            M[i * c + j] = j > i || drop_u(k, key, LM_DROP_ATTN, (h * c + i) * c + j) < s->drop ? (REAL)0 : scale;
+}
+
 /* Causal attention of one sequence: a[ctx, d] (its rows) from qkv[ctx, 3d];
- * P[heads, ctx, ctx] the probabilities, zero above the diagonal. */
-static void F(attend)(const struct lm_shape *s, const REAL *qkv, REAL *P, REAL *a)
+ * P[heads, ctx, ctx] the probabilities, zero above the diagonal.  With
+ * dropout (k not NULL, key the sample's), a is from the kept
+ * probabilities, made in Pd [ctx, ctx]; P holds them all. */
+static void F(attend)(const struct lm_shape *s, const REAL *qkv, REAL *P, REAL *a, const struct lm_drop *kd,
+                      uint64_t key, REAL *Pd)
 {
     int64_t c = s->ctx, d = s->d, dh = d / s->heads;
     REAL scale = (REAL)1 / SQRT((REAL)dh);
@@ -129,21 +163,32 @@ static void F(attend)(const struct lm_shape *s, const REAL *qkv, REAL *P, REAL *
             for (int64_t j = 0; j <= i; j++) row[j] /= sum;
             for (int64_t j = i + 1; j < c; j++) row[j] = 0;
         }
-        F(gemm)(false, false, c, dh, c, 1, Ph, c, v, 3 * d, 0, a + h * dh, d);
+        if (kd) {
+            F(attn_mask)(s, kd, key, h, Pd);
+            for (int64_t e = 0; e < c * c; e++) Pd[e] *= Ph[e];
+        }
+        F(gemm)(false, false, c, dh, c, 1, kd ? Pd : Ph, c, v, 3 * d, 0, a + h * dh, d);
     }
 }
 
-/* Its backward: dqkv[ctx, 3d] from da[ctx, d]; dP: ctx x ctx scratch. */
+/* Its backward: dqkv[ctx, 3d] from da[ctx, d]; dP: ctx x ctx scratch, and
+ * with dropout (kd not NULL) M and Pd two more. */
 static void F(attend_back)(const struct lm_shape *s, const REAL *qkv, const REAL *P, const REAL *da,
-                           REAL *dP, REAL *dqkv)
+                           REAL *dP, REAL *dqkv, const struct lm_drop *kd, uint64_t key, REAL *M, REAL *Pd)
 {
     int64_t c = s->ctx, d = s->d, dh = d / s->heads;
     REAL scale = (REAL)1 / SQRT((REAL)dh);
     for (int64_t h = 0; h < s->heads; h++) {
         const REAL *Ph = P + h * c * c, *q = qkv + h * dh, *k = qkv + d + h * dh, *v = qkv + 2 * d + h * dh;
         const REAL *dah = da + h * dh;
+        if (kd) {
+            F(attn_mask)(s, kd, key, h, M);
+            for (int64_t e = 0; e < c * c; e++) Pd[e] = Ph[e] * M[e];
+        }
         F(gemm)(false, true, c, c, dh, 1, dah, d, v, 3 * d, 0, dP, c);           /* dP = da v^T */
-        F(gemm)(true, false, c, dh, c, 1, Ph, c, dah, d, 0, dqkv + 2 * d + h * dh, 3 * d); /* dv = P^T da */
+        F(gemm)(true, false, c, dh, c, 1, kd ? Pd : Ph, c, dah, d, 0, dqkv + 2 * d + h * dh, 3 * d); /* dv = P^T da */
+        if (kd)
+            for (int64_t e = 0; e < c * c; e++) dP[e] *= M[e]; /* through the dropout */
         for (int64_t i = 0; i < c; i++) { /* dS = P (dP - sum_j P dP), in place */
             const REAL *p = Ph + i * c;
             REAL *g = dP + i * c, dot = 0;
@@ -156,36 +201,58 @@ static void F(attend_back)(const struct lm_shape *s, const REAL *qkv, const REAL
     }
 }
 
+/* y += x W + b, through dropout at `site` with k (o: room for x W + b). */
+static void F(residual)(const struct lm_shape *s, const struct lm_drop *k, int site, int64_t n, int64_t in,
+                        const REAL *x, const REAL *W, const REAL *b, REAL *o, REAL *y)
+{
+    int64_t R = n * s->ctx, d = s->d;
+    if (!k) {
+        F(affine)(R, in, d, x, W, b, y, true);
+        return;
+    }
+    F(affine)(R, in, d, x, W, b, o, false);
+    F(drop)(s->drop, k, site, n, s->ctx * d, o, o);
+    for (int64_t e = 0; e < R * d; e++) y[e] += o[e];
+}
+
 static void F(block_forward)(const struct lm_shape *s, int64_t n, const REAL *x, const REAL *const *p,
-                             REAL *y, REAL *tape)
+                             REAL *y, REAL *tape, const struct lm_drop *k)
 {
     int64_t R = n * s->ctx, d = s->d, m = s->mlp, c = s->ctx;
     struct F(tape) t = F(tape_parts)(s, n, tape);
     F(ln_forward)(R, d, x, p[LM_LN1_G], p[LM_LN1_B], t.xhat1, t.rstd1, t.xn1);
     F(affine)(R, d, 3 * d, t.xn1, p[LM_QKV_W], p[LM_QKV_B], t.qkv, false);
     for (int64_t i = 0; i < n; i++)
-        F(attend)(s, t.qkv + i * c * 3 * d, t.P + i * s->heads * c * c, t.a + i * c * d);
+        F(attend)(s, t.qkv + i * c * 3 * d, t.P + i * s->heads * c * c, t.a + i * c * d, k,
+                  k ? drop_key(k, i) : 0, t.Pd);
     /* h, the attention's residual, is built in y (the backward needs only LN2's tape of it) */
     if (y != x) memcpy(y, x, (size_t)(R * d) * sizeof(REAL));
-    F(affine)(R, d, d, t.a, p[LM_PROJ_W], p[LM_PROJ_B], y, true);
+    F(residual)(s, k, LM_DROP_PROJ, n, d, t.a, p[LM_PROJ_W], p[LM_PROJ_B], t.o, y);
     F(ln_forward)(R, d, y, p[LM_LN2_G], p[LM_LN2_B], t.xhat2, t.rstd2, t.xn2);
     F(affine)(R, d, m, t.xn2, p[LM_FC_W], p[LM_FC_B], t.u, false);
     for (int64_t e = 0; e < R * m; e++) t.gl[e] = F(gelu)(t.u[e]);
-    F(affine)(R, m, d, t.gl, p[LM_OUT_W], p[LM_OUT_B], y, true);
+    F(residual)(s, k, LM_DROP_MLP, n, m, t.gl, p[LM_OUT_W], p[LM_OUT_B], t.o, y);
 }
 
 static void F(block_backward)(const struct lm_shape *s, int64_t n, const REAL *const *p, const REAL *tape,
-                              const REAL *dy, REAL *const *dp, bool accumulate, REAL *dx, REAL *scratch)
+                              const REAL *dy, REAL *const *dp, bool accumulate, REAL *dx, REAL *scratch,
+                              const struct lm_drop *k)
 {
     int64_t R = n * s->ctx, d = s->d, m = s->mlp, c = s->ctx;
     REAL beta = accumulate ? 1 : 0;
     struct F(tape) t = F(tape_parts)(s, n, (REAL *)tape);
     REAL *du = scratch, *dxn = du + R * m, *dh = dxn + R * d, *da = dh + R * d, *dqkv = da + R * d,
-         *dP = dqkv + R * 3 * d;
-    /* the MLP: out, GELU, fc */
-    F(colsum)(R, d, dy, dp[LM_OUT_B], accumulate);
-    F(gemm)(true, false, m, d, R, 1, t.gl, m, dy, d, beta, dp[LM_OUT_W], d);
-    F(gemm)(false, true, R, m, d, 1, dy, d, p[LM_OUT_W], d, 0, du, m);
+         *dP = dqkv + R * 3 * d, *dk = NULL, *M = NULL, *Pd = NULL;
+    if (k) dk = dP + c * c, M = dk + R * d, Pd = M + c * c;
+    /* the MLP: out (through its dropout: dk), GELU, fc */
+    const REAL *dyo = dy;
+    if (k) {
+        F(drop)(s->drop, k, LM_DROP_MLP, n, c * d, dy, dk);
+        dyo = dk;
+    }
+    F(colsum)(R, d, dyo, dp[LM_OUT_B], accumulate);
+    F(gemm)(true, false, m, d, R, 1, t.gl, m, dyo, d, beta, dp[LM_OUT_W], d);
+    F(gemm)(false, true, R, m, d, 1, dyo, d, p[LM_OUT_W], d, 0, du, m);
     for (int64_t e = 0; e < R * m; e++) du[e] *= F(dgelu)(t.u[e], t.gl[e]);
     F(colsum)(R, m, du, dp[LM_FC_B], accumulate);
     F(gemm)(true, false, d, m, R, 1, t.xn2, d, du, m, beta, dp[LM_FC_W], m);
@@ -193,13 +260,18 @@ static void F(block_backward)(const struct lm_shape *s, int64_t n, const REAL *c
     /* the residual, then LN2 */
     memcpy(dh, dy, (size_t)(R * d) * sizeof(REAL));
     F(ln_backward)(R, d, t.xhat2, t.rstd2, p[LM_LN2_G], dxn, dp[LM_LN2_G], dp[LM_LN2_B], accumulate, dh);
-    /* the attention's projection, the attention, qkv */
-    F(colsum)(R, d, dh, dp[LM_PROJ_B], accumulate);
-    F(gemm)(true, false, d, d, R, 1, t.a, d, dh, d, beta, dp[LM_PROJ_W], d);
-    F(gemm)(false, true, R, d, d, 1, dh, d, p[LM_PROJ_W], d, 0, da, d);
+    /* the attention's projection (through its dropout), the attention, qkv */
+    const REAL *dho = dh;
+    if (k) {
+        F(drop)(s->drop, k, LM_DROP_PROJ, n, c * d, dh, dk);
+        dho = dk;
+    }
+    F(colsum)(R, d, dho, dp[LM_PROJ_B], accumulate);
+    F(gemm)(true, false, d, d, R, 1, t.a, d, dho, d, beta, dp[LM_PROJ_W], d);
+    F(gemm)(false, true, R, d, d, 1, dho, d, p[LM_PROJ_W], d, 0, da, d);
     for (int64_t i = 0; i < n; i++)
         F(attend_back)(s, t.qkv + i * c * 3 * d, t.P + i * s->heads * c * c, da + i * c * d, dP,
-                       dqkv + i * c * 3 * d);
+                       dqkv + i * c * 3 * d, k, k ? drop_key(k, i) : 0, M, Pd);
     F(colsum)(R, 3 * d, dqkv, dp[LM_QKV_B], accumulate);
     F(gemm)(true, false, d, 3 * d, R, 1, t.xn1, d, dqkv, 3 * d, beta, dp[LM_QKV_W], 3 * d);
     F(gemm)(false, true, R, d, 3 * d, 1, dqkv, 3 * d, p[LM_QKV_W], 3 * d, 0, dxn, d);
@@ -213,20 +285,22 @@ static void F(block_backward)(const struct lm_shape *s, int64_t n, const REAL *c
 static int64_t F(id)(REAL v) { return (int64_t)v; }
 
 static void F(embed_forward)(const struct lm_shape *s, int64_t n, const REAL *tokens, const REAL *tok,
-                             const REAL *pos, REAL *y)
+                             const REAL *pos, REAL *y, const struct lm_drop *k)
 {
     int64_t d = s->d;
     for (int64_t r = 0; r < n * s->ctx; r++) {
         const REAL *a = tok + F(id)(tokens[r]) * d, *b = pos + (r % s->ctx) * d;
         for (int64_t j = 0; j < d; j++) y[r * d + j] = a[j] + b[j];
     }
+    if (k) F(drop)(s->drop, k, LM_DROP_EMBED, n, s->ctx * d, y, y);
 }
 
 /* Rows in order, so a table row used twice sums the same way every time. */
 static void F(embed_backward)(const struct lm_shape *s, int64_t vocab, int64_t n, const REAL *tokens,
-                              const REAL *dy, REAL *dtok, REAL *dpos, bool accumulate)
+                              REAL *dy, REAL *dtok, REAL *dpos, bool accumulate, const struct lm_drop *k)
 {
     int64_t d = s->d;
+    if (k) F(drop)(s->drop, k, LM_DROP_EMBED, n, s->ctx * d, dy, dy);
     if (!accumulate) {
         memset(dtok, 0, (size_t)(vocab * d) * sizeof(REAL));
         memset(dpos, 0, (size_t)(s->ctx * d) * sizeof(REAL));

@@ -189,6 +189,7 @@ struct ref_table {
 struct ref {
     const struct train_spec *t;
     int L, K;                      /* layers, parameters */
+    uint64_t seed;
     struct tensor *w, *dw, *a;     /* a[0] = input, a[l+1] = layer l's output */
     struct tensor *tape, scratch;  /* by layer (layer.h) */
     struct tensor g[2];
@@ -237,6 +238,7 @@ static int ref_micro(struct ref *r, const struct tensor *x, const struct tensor 
     const struct train_spec *t = r->t;
     int64_t n = hi - lo, k = t->layers[r->L - 1].units, correct, w = t->width0;
     size_t esz = dtype_size(t->dtype);
+    struct layer_key key = {.seed = r->seed, .pass = 0, .sample0 = lo}; /* the first pass's first batch */
     struct shape s0 = {.ndim = 2, .d = {n, w}};
     CAIRN_CHECK(tensor_resize(&r->a[0], t->dtype, &s0));
     memcpy(r->a[0].data, (char *)x->data + (size_t)(lo * w) * esz, (size_t)(n * w) * esz);
@@ -244,7 +246,7 @@ static int ref_micro(struct ref *r, const struct tensor *x, const struct tensor 
         struct shape s = {.ndim = 2, .d = {n, t->layers[l].units}};
         CAIRN_CHECK(tensor_resize(&r->a[l + 1], t->dtype, &s));
         CAIRN_CHECK(ref_work(r, l, n));
-        layer_forward(t, l, n, r->a[l].data, &r->w[t->param0[l]], r->a[l + 1].data, r->tape[l].data);
+        layer_forward(t, l, n, r->a[l].data, &r->w[t->param0[l]], r->a[l + 1].data, r->tape[l].data, &key);
     }
     struct shape gs = {.ndim = 2, .d = {n, k}};
     CAIRN_CHECK(tensor_resize(&r->g[r->L % 2], t->dtype, &gs));
@@ -262,7 +264,7 @@ static int ref_micro(struct ref *r, const struct tensor *x, const struct tensor 
         struct tensor *d[MODEL_LAYER_MAX_PARAMS];
         for (int j = 0; j < t->param0[l + 1] - q; j++) d[j] = &dw[q + j];
         layer_backward(t, l, n, r->a[l].data, r->a[l + 1].data, &r->w[q], r->tape[l].data,
-                       r->g[(l + 1) % 2].data, d, dx ? dx->data : NULL, r->scratch.data);
+                       r->g[(l + 1) % 2].data, d, dx ? dx->data : NULL, r->scratch.data, &key);
     }
     for (int e = 0, col = (int)t->inputs; e < t->n_tables; col += (int)t->tables[e++].dim) {
         struct ref_table *x = &r->tab[e];
@@ -453,7 +455,7 @@ static int ref_check_lm(const struct train_spec *t, const struct shape *fs, enum
 int model_reference_grads(const struct train_spec *t, uint64_t seed, const char *out)
 {
     int rc = 0, L = t->n_layers, K = t->n_params;
-    struct ref r = {.t = t, .L = L, .K = K};
+    struct ref r = {.t = t, .L = L, .K = K, .seed = seed};
     struct reader_cache *rd = NULL;
     struct tensor x = {0}, y = {0};
     struct shape fs, ls;

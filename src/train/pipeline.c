@@ -41,6 +41,8 @@
 
 struct mb {
     int64_t n, off;     /* rows of the replica's share */
+    bool train;         /* a training step's: dropout keyed by key (layer.h) */
+    struct layer_key key;
     struct tensor in;   /* stage input (received; the first stage points into the batch) */
     struct tensor out;  /* stage output (sent on, or the logits) */
     struct tensor gin;  /* gradient with respect to out (received, or from the loss) */
@@ -228,13 +230,15 @@ static bool dense(const struct trainer *t, int j) { return t->spec->layers[t->l0
 /* Does layer j keep a tape (so a recomputation must run it too)? */
 static bool taped(const struct trainer *t, int j) { return layer_tape_numel(t->spec, t->l0 + j, 1) > 0; }
 
-static int layer_fwd(struct trainer *t, int j, int64_t n, const void *x, void *y, void *tape)
+static const struct layer_key *key_of(const struct mb *b) { return b->train ? &b->key : NULL; }
+
+static int layer_fwd(struct trainer *t, int j, const struct mb *b, const void *x, void *y, void *tape)
 {
     enum act a = t->spec->layers[t->l0 + j].act;
     struct tensor *w = params(t, j);
     if (grid_split(t)) /* dense layers only (config_train.c) */
-        return grid_forward(t, n, dim(t, j), dim(t, j + 1), x, w[0].data, w[1].data, a, y);
-    layer_forward(t->spec, t->l0 + j, n, x, w, y, tape);
+        return grid_forward(t, b->n, dim(t, j), dim(t, j + 1), x, w[0].data, w[1].data, a, y);
+    layer_forward(t->spec, t->l0 + j, b->n, x, w, y, tape, key_of(b));
     return 0;
 }
 
@@ -387,7 +391,7 @@ static int forward(struct trainer *t, int i, bool kept, bool again)
         CAIRN_CHECK(shape2(y, t->dt, b->n, grid_cols(t, dim(t, j + 1))));
         CAIRN_CHECK(tape_of(t, i, j, kept, &tape));
         CAIRN_CHECK(ps_pull_layer(t, t->l0 + j)); /* the later layers' arrive meanwhile */
-        CAIRN_CHECK(layer_fwd(t, j, b->n, x, y->data, tape->data));
+        CAIRN_CHECK(layer_fwd(t, j, b, x, y->data, tape->data));
         x = y->data;
     }
 cleanup:
@@ -501,7 +505,7 @@ static int do_backward(struct trainer *t, struct batch *bt, int i, bool last_of_
             CAIRN_CHECK(tape_of(t, i, j, kept, &tape));
             CAIRN_CHECK(work(t, j, n));
             layer_backward(t->spec, l, n, x->data, y->data, params(t, j), tape->data, g->data, gw,
-                           dx ? dx->data : NULL, p->work.data);
+                           dx ? dx->data : NULL, p->work.data, key_of(b));
         }
         CAIRN_CHECK(tree_fold(t, j));
         /* the reduction and the shards' update of this layer go on while
@@ -562,6 +566,9 @@ int pipe_step(struct trainer *t, struct batch *bt)
         part_range(bt->global, t->M, t->mb_lo + i, &lo, &hi);
         p->mb[i].off = lo - first;
         p->mb[i].n = hi - lo;
+        p->mb[i].train = true;
+        p->mb[i].key = (struct layer_key){
+            .seed = bt->seed, .pass = (uint64_t)bt->pass, .sample0 = bt->pos + lo};
         t->mb_loss[i] = 0;
     }
     tree_reset(t);
@@ -581,6 +588,7 @@ int pipe_eval(struct trainer *t, struct batch *bt, double *loss_sum, int64_t *co
     MPI_Datatype real = coll_type(t->dt);
     b->n = bt->n;
     b->off = 0;
+    b->train = false;
     if (bt->n == 0) return 0;
     view_input(t, bt, b);
     if (!t->first && talks(t)) {

@@ -219,6 +219,9 @@ static int step_batch(struct trainer *t, const struct tensor *cursor, struct bat
         t->perm_pass = pass;
     }
     b->global = t->n_train - pos < t->spec->batch ? t->n_train - pos : t->spec->batch;
+    b->seed = (uint64_t)t->rt->plan->job->seed;
+    b->pass = pass;
+    b->pos = pos;
     int64_t end;
     part_range(b->global, t->M, t->mb_lo, &lo, &end); /* the replica's micro-batches' rows */
     part_range(b->global, t->M, t->mb_hi - 1, &end, &hi);

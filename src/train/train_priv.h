@@ -27,6 +27,10 @@ struct batch {
     int64_t global; /* samples in the whole mini-batch (every replica) */
     int64_t n;      /* this replica's share */
     int64_t *idx;   /* its sample rows (n) */
+    /* a training step's dropout key: the job's seed, the pass over the
+     * data, the mini-batch's first sample's place in it */
+    uint64_t seed;
+    int64_t pass, pos;
     struct tensor x; /* features of those rows (first stage only) */
     struct tensor y; /* labels (i32) or targets (last stage only) */
 };

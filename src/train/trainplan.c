@@ -275,10 +275,12 @@ int trainplan_describe(const void *spec, const void *part, struct strbuf *out)
         double n = 0;
         for (int k = 0; k < t->n_params; k++) n += (double)(model_param_rows(t, k) * model_param_cols(t, k));
         strbuf_addf(out, "model: language model, vocabulary %lld, context %lld, width %lld, %lld head%s, "
-                         "%lld block%s, mlp %lld; %.0f parameters; next-token cross-entropy, %s\n",
+                         "%lld block%s, mlp %lld; %.0f parameters; next-token cross-entropy, %s",
                     (long long)x->vocab, (long long)x->ctx, (long long)x->d, (long long)x->heads,
                     x->heads == 1 ? "" : "s", (long long)x->blocks, x->blocks == 1 ? "" : "s",
                     (long long)x->mlp, n, dtype_name(t->dtype));
+        if (x->dropout > 0) strbuf_addf(out, "; dropout %g in training", x->dropout);
+        strbuf_addf(out, "\n");
         for (int s = 0; s < tp->stages; s++) {
             int l0 = tp->first_layer[s], l1 = tp->first_layer[s + 1], b = l1 - l0 - (l0 == 0) - (l1 == t->n_layers);
             strbuf_addf(out, "  stage %d: %s%d block%s%s\n", s, l0 == 0 ? "embeddings, " : "", b, b == 1 ? "" : "s",
