@@ -1,6 +1,8 @@
 /* The decoder block's arithmetic; see include/cairn/lm.h. */
 #include "cairn/lm.h"
 
+#include "vmath.h"
+
 #include "cairn/rng.h"
 
 #include <cblas.h>
@@ -27,29 +29,21 @@ double lm_drop_uniform(const struct lm_drop *k, int64_t sample, int site, int64_
 #define REAL float
 #define SUFFIX _f32
 #define GEMM cblas_sgemm
-#define EXP expf
-#define ERF erff
 #define SQRT sqrtf
 #include "lm_impl.h"
 #undef REAL
 #undef SUFFIX
 #undef GEMM
-#undef EXP
-#undef ERF
 #undef SQRT
 
 #define REAL double
 #define SUFFIX _f64
 #define GEMM cblas_dgemm
-#define EXP exp
-#define ERF erf
 #define SQRT sqrt
 #include "lm_impl.h"
 #undef REAL
 #undef SUFFIX
 #undef GEMM
-#undef EXP
-#undef ERF
 #undef SQRT
 
 #define NAME_ITEM(e, name) name,

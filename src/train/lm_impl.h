@@ -1,9 +1,11 @@
-/* Kernels of lm.c for one element type: included with REAL, SUFFIX, GEMM,
- * EXP, ERF and SQRT set.  R = n ctx rows throughout. */
+/* Kernels of lm.c for one element type: included with REAL, SUFFIX, GEMM
+ * and SQRT set; the elementwise functions are vmath.h's.  R = n ctx rows
+ * throughout. */
 
 #define CAT2(a, b) a##b
 #define CAT(a, b) CAT2(a, b)
 #define F(name) CAT(name, SUFFIX)
+#define VM(name) CAT(CAT(vm_, name), SUFFIX)
 
 static void F(gemm)(bool ta, bool tb, int64_t m, int64_t n, int64_t k, REAL alpha, const REAL *a,
                     int64_t lda, const REAL *b, int64_t ldb, REAL beta, REAL *c, int64_t ldc)
@@ -121,16 +123,6 @@ static void F(affine)(int64_t R, int64_t in, int64_t cols, const REAL *x, const 
     F(gemm)(false, false, R, cols, in, 1, x, in, W, cols, 1, y, cols);
 }
 
-static REAL F(gelu)(REAL u) { return (REAL)0.5 * u * ((REAL)1 + ERF(u * (REAL)M_SQRT1_2)); }
-/* GELU's derivative at u, Phi(u) + u phi(u), given gl = GELU(u) = u Phi(u)
- * from the forward: Phi(u) = gl / u saves an erf (a fifth of a step's
- * time), except near 0, where the quotient would lose digits. */
-static REAL F(dgelu)(REAL u, REAL gl)
-{
-    REAL phi = u > (REAL)0.25 || u < (REAL)-0.25 ? gl / u : (REAL)0.5 * ((REAL)1 + ERF(u * (REAL)M_SQRT1_2));
-    return phi + u * EXP((REAL)-0.5 * u * u) * (REAL)(0.5 * M_2_SQRTPI * M_SQRT1_2);
-}
-
 /* Dropout's factors for head h of one sequence's probabilities, [ctx, ctx]
  * (0 or 1 / (1 - p) on and below the diagonal, 0 above); key: the
  * sample's. */
@@ -159,7 +151,8 @@ static void F(attend)(const struct lm_shape *s, const REAL *qkv, REAL *P, REAL *
         for (int64_t i = 0; i < c; i++) {
             REAL *row = Ph + i * c, m = row[0], sum = 0;
             for (int64_t j = 1; j <= i; j++) m = row[j] > m ? row[j] : m;
-            for (int64_t j = 0; j <= i; j++) sum += row[j] = EXP(row[j] - m);
+            VM(exp_shift)(i + 1, row, m);
+            for (int64_t j = 0; j <= i; j++) sum += row[j];
             for (int64_t j = 0; j <= i; j++) row[j] /= sum;
             for (int64_t j = i + 1; j < c; j++) row[j] = 0;
         }
@@ -230,7 +223,7 @@ static void F(block_forward)(const struct lm_shape *s, int64_t n, const REAL *x,
     F(residual)(s, k, LM_DROP_PROJ, n, d, t.a, p[LM_PROJ_W], p[LM_PROJ_B], t.o, y);
     F(ln_forward)(R, d, y, p[LM_LN2_G], p[LM_LN2_B], t.xhat2, t.rstd2, t.xn2);
     F(affine)(R, d, m, t.xn2, p[LM_FC_W], p[LM_FC_B], t.u, false);
-    for (int64_t e = 0; e < R * m; e++) t.gl[e] = F(gelu)(t.u[e]);
+    VM(gelu)(R * m, t.u, t.gl);
     F(residual)(s, k, LM_DROP_MLP, n, m, t.gl, p[LM_OUT_W], p[LM_OUT_B], t.o, y);
 }
 
@@ -253,7 +246,7 @@ static void F(block_backward)(const struct lm_shape *s, int64_t n, const REAL *c
     F(colsum)(R, d, dyo, dp[LM_OUT_B], accumulate);
     F(gemm)(true, false, m, d, R, 1, t.gl, m, dyo, d, beta, dp[LM_OUT_W], d);
     F(gemm)(false, true, R, m, d, 1, dyo, d, p[LM_OUT_W], d, 0, du, m);
-    for (int64_t e = 0; e < R * m; e++) du[e] *= F(dgelu)(t.u[e], t.gl[e]);
+    VM(dgelu)(R * m, t.u, t.gl, du);
     F(colsum)(R, m, du, dp[LM_FC_B], accumulate);
     F(gemm)(true, false, d, m, R, 1, t.xn2, d, du, m, beta, dp[LM_FC_W], m);
     F(gemm)(false, true, R, d, m, 1, du, m, p[LM_FC_W], m, 0, dxn, d);
@@ -359,7 +352,8 @@ static void F(block_step)(const struct lm_shape *s, int64_t t, const REAL *x, co
             sc[j] = v * scale;
             mx = j == 0 || sc[j] > mx ? sc[j] : mx;
         }
-        for (int64_t j = 0; j <= t; j++) sum += sc[j] = EXP(sc[j] - mx);
+        VM(exp_shift)(t + 1, sc, mx);
+        for (int64_t j = 0; j <= t; j++) sum += sc[j];
         for (int64_t e = 0; e < dh; e++) a[hd * dh + e] = 0;
         for (int64_t j = 0; j <= t; j++)
             for (int64_t e = 0; e < dh; e++) a[hd * dh + e] += sc[j] / sum * vc[j * d + hd * dh + e];
@@ -368,7 +362,7 @@ static void F(block_step)(const struct lm_shape *s, int64_t t, const REAL *x, co
     F(affine)(1, d, d, a, p[LM_PROJ_W], p[LM_PROJ_B], h, true);
     F(ln_forward)(1, d, h, p[LM_LN2_G], p[LM_LN2_B], xhat, &rs, xn);
     F(affine)(1, d, m, xn, p[LM_FC_W], p[LM_FC_B], u, false);
-    for (int64_t e = 0; e < m; e++) u[e] = F(gelu)(u[e]);
+    VM(gelu)(m, u, u);
     F(affine)(1, m, d, u, p[LM_OUT_W], p[LM_OUT_B], h, true);
     memcpy(y, h, (size_t)d * sizeof(REAL));
 }
@@ -383,5 +377,6 @@ static void F(head_row)(const struct lm_shape *s, int64_t vocab, const REAL *x, 
 }
 
 #undef F
+#undef VM
 #undef CAT
 #undef CAT2
