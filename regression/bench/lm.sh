@@ -2,8 +2,10 @@
 # The language model (jobs/demo_lm.cfg's: 4 blocks of width 128, 4 heads,
 # context 64, f32, Adam, 32 windows a step) against the references a user
 # would weigh it by, measured in the same run:
-#  1. training tokens/s of cairn (1 stage, and the demo's 2 stages + 2 PS
-#     shards) against PyTorch 1.13 on the same cores, model, data and batch
+#  1. training tokens/s of cairn (1 stage; 2 replicas, as DDP splits the
+#     batch; 2 stages; each with a PS shard per trainer or one, and no
+#     recomputation, as PyTorch; and the demo's layout as it runs, with
+#     recomputation) against PyTorch 1.13 on the same cores, model, data and batch
 #     (one process with 1 and 2 threads, and DDP on 2 processes), and
 #     against the cores' limit: the model's matmul FLOPs per token over
 #     this machine's sgemm rate (cairn bench sgemm) times the cores;
@@ -33,9 +35,14 @@ else
 fi
 gflops=$("$cairn" bench sgemm 1024 | awk '{print $3}')
 
-# 1, 2: cairn on 1 stage (and its shard) and on the demo's layout
-mpirun -np 2 "$cairn" run "$job" --run-dir s1 "${quick[@]}" --set pipeline.stages=1 --set ps.shards=1 >s1.log
-mpirun -np 4 "$cairn" run "$job" --run-dir s2 "${quick[@]}" >s2.log
+# 1, 2: cairn on 1 stage, 2 replicas and 2 stages without recomputation,
+# and on the demo's layout as it is
+never=(--set pipeline.checkpoint='"never"')
+mpirun -np 2 "$cairn" run "$job" --run-dir s1 "${quick[@]}" "${never[@]}" --set pipeline.stages=1 --set ps.shards=1 >s1.log
+mpirun -np 3 "$cairn" run "$job" --run-dir r2 "${quick[@]}" "${never[@]}" --set pipeline.stages=1 --set replicas=2 \
+    --set ps.shards=1 >r2.log
+mpirun -np 4 "$cairn" run "$job" --run-dir s2 "${quick[@]}" "${never[@]}" >s2.log
+mpirun -np 4 "$cairn" run "$job" --run-dir demo "${quick[@]}" >demo.log
 # 3: the demo's layout in each recomputation mode, peak RSS of the ranks
 for mode in always except_last never; do
     mpirun -np 4 "$cairn" run "$job" --run-dir m-$mode "${quick[@]}" --set stop.max_epochs=1 \
@@ -63,6 +70,8 @@ def cairn(run):
     return max(r["samples"] * ctx / r["train_seconds"] for r in ep), min(r["pipe_seconds"] for r in ep)
 s1, p1 = cairn("s1")
 s2, p2 = cairn("s2")
+r2, _ = cairn("r2")
+demo, _ = cairn("demo")
 peers = {name: json.load(open(f"{name}.json"))["tokens_per_second"] for name in ("t1", "t2", "ddp2")}
 best = max(peers.values())
 print(f"machine: {cores} cores, sgemm {gflops:.1f} GFLOP/s a core; {train / 1e6:.2f} MFLOP of matmuls a token to train")
@@ -71,8 +80,9 @@ print(f"{'  the cores limit (sgemm rate x cores)':44}{limit:10.0f}")
 print(f"{'  PyTorch 1.13, 1 thread':44}{peers['t1']:10.0f}{'':10}{peers['t1'] / limit:8.2f}")
 print(f"{'  PyTorch 1.13, 2 threads':44}{peers['t2']:10.0f}{'':10}{peers['t2'] / limit:8.2f}")
 print(f"{'  PyTorch 1.13, DDP 2 processes':44}{peers['ddp2']:10.0f}{'':10}{peers['ddp2'] / limit:8.2f}")
-print(f"{'  cairn, 1 stage + 1 shard':44}{s1:10.0f}{s1 / best:9.2f}x{s1 / limit:8.2f}")
-print(f"{'  cairn, 2 stages + 2 shards (the demo)':44}{s2:10.0f}{s2 / best:9.2f}x{s2 / limit:8.2f}")
+for name, v in (("1 stage + 1 shard", s1), ("2 replicas + 1 shard", r2), ("2 stages + 2 shards", s2),
+                ("the demo (2 + 2, except_last)", demo)):
+    print(f"{'  cairn, ' + name:44}{v:10.0f}{v / best:9.2f}x{v / limit:8.2f}")
 eff, ideal = p1 / (2 * p2), 4 / (4 + 2 - 1)
 print(f"pipeline efficiency, S=2, m=4: {eff:.3f} against GPipe's {ideal:.3f} ({eff / ideal:.2f} of it)")
 for mode in ("always", "except_last", "never"):
