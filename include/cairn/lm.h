@@ -9,7 +9,7 @@
  * heads of d / heads columns each; position i attends to positions <= i
  * of its own sequence, softmax(q k^T / sqrt(d / heads)) v.  Layer norm as
  * PyTorch's (biased variance, eps 1e-5), GELU the exact (erf) one (in
- * f32 within about an ulp of libm's erff: src/train/vmath.h).  Every
+ * f32 within 2.5e-7 times max(1, |u|): src/train/vmath.h).  Every
  * sum runs in a fixed order for a given batch, so the same batch gives the
  * same bits; another batch may not (BLAS may sum another shape in another
  * order), which is why every layout keeps the same micro-batches. */

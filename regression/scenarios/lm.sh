@@ -208,8 +208,7 @@ sys.exit(0 if len(ours) == 29 and moved and worst < 1e-9 else 1)' >adam.cmp 2>&1
 # dropout (0.2): the reference's gradients are torch's through the masks
 # that cairn-job(5) defines; every layout (schedules, recomputation,
 # replicas, shards) computes the reference's bits; a run is the same bits
-# on every layout and after a stop and resume; and the masks move with the
-# data (another seed, other gradients)
+# on every layout and after a stop and resume
 run ref-drop "$CAIRN" grads lm.cfg -o ref-drop.h5 --set data.shuffle=false --set model.lm.dropout=0.2
 expect_rc dropout/reference-exit ref-drop 0
 py 'import sys, torch
@@ -229,7 +228,8 @@ run ref "$CAIRN" grads lm.cfg -o ref.h5
 echo 'debug = { grads = "dist.h5"; };' >>lm.cfg
 check_grads drop-S2-P2-always-1f1b 4 --set pipeline.stages=2 --set ps.shards=2 --set pipeline.checkpoint=always \
     --set pipeline.schedule=1f1b
-check_grads drop-S2-R2-P1 5 --set pipeline.stages=2 --set replicas=2
+check_grads drop-S2-P2-except_last 4 --set pipeline.stages=2 --set ps.shards=2 --set pipeline.checkpoint=except_last
+check_grads drop-S2-R2-P1-never 5 --set pipeline.stages=2 --set replicas=2 --set pipeline.checkpoint=never
 check_grads drop-S1-R2-P2 4 --set replicas=2 --set ps.shards=2
 sed -i '/^debug/d' lm.cfg
 train drop-S1-P1 2

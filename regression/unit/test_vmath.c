@@ -72,6 +72,9 @@ static void special_values(void **state)
     vm_dgelu_f32(5, u, y, d);
     assert_true(y[0] == 0 && y[1] == 0 && isinf(y[2]) && y[2] > 0 && isnan(y[3]) && y[4] == 1e30f);
     assert_true(d[0] == 0.5f && d[1] == 0.5f && isnan(d[3]) && d[4] == 1.0f);
+    float e[3] = {NAN, -INFINITY, -1e30f};
+    vm_exp_shift_f32(3, e, 0);
+    assert_true(isnan(e[0]) && e[1] == 0 && e[2] == 0);
 }
 
 /* an element's value does not depend on where it sits in the array */

@@ -1,8 +1,8 @@
 /* Private to the training modules: the elementwise functions of the
  * language model's kernels (lm.c) over arrays, in a form the compiler
  * vectorizes.  f32: the exact GELU's normal CDF by piecewise polynomials
- * and exp by range reduction, within a few units in the last place of
- * libm's erff and expf, branch-free and from IEEE additions, multiplies
+ * (GELU within 2.5e-7 times max(1, |u|)) and exp by range reduction
+ * (within 3e-7 relative), branch-free and from IEEE additions, multiplies
  * and selects only, so every vector width and the scalar loop give the
  * same bits (clones.h).  f64: libm's, element by element. */
 #ifndef CAIRN_VMATH_H
