@@ -27,6 +27,22 @@ struct lm_shape {
     int64_t heads; /* divides d */
     int64_t mlp;   /* the MLP's hidden width */
     double drop;   /* dropout's probability in training (0: none; the tapes make room for it) */
+    /* a block split over `parts` ranks (lm_tp): heads and mlp are this
+     * rank's, dh the width of a head (d / all heads), head0 the model's
+     * index of its first head; 0 for each when whole */
+    int64_t dh, head0, parts;
+};
+
+/* Tensor parallelism, as Megatron-LM splits a block: each of the parts
+ * holds some heads (their columns of qkv, their rows of proj) and a share
+ * of the MLP (columns of fc, rows of out), and the rest whole.  Its
+ * products with proj and out, and the input gradients through qkv and fc,
+ * are partial sums: sum(ctx, buf, n) must replace buf's n elements, on
+ * every part, with the sum over the parts in one fixed order.  The biases
+ * of proj and out are added after the sum. */
+struct lm_tp {
+    void (*sum)(void *ctx, void *buf, int64_t n);
+    void *ctx;
 };
 
 /* Dropout, in training only (a NULL key elsewhere): GPT-2's four places,
@@ -73,7 +89,8 @@ int64_t lm_scratch_numel(const struct lm_shape *s, int64_t n);
  * lm_tape_numel elements.  s must be lm_shape_ok, and n ctx rows of the
  * widest (the MLP's) within an int. */
 void lm_block_forward(enum dtype dt, const struct lm_shape *s, int64_t n, const void *x,
-                      const void *const *p, void *y, void *tape, const struct lm_drop *drop);
+                      const void *const *p, void *y, void *tape, const struct lm_drop *drop,
+                      const struct lm_tp *tp);
 
 /* From the forward's tape and dy (the gradient with respect to y):
  * each parameter's gradient into dp[k] (set, or added to if accumulate)
@@ -81,7 +98,7 @@ void lm_block_forward(enum dtype dt, const struct lm_shape *s, int64_t n, const 
  * elements. */
 void lm_block_backward(enum dtype dt, const struct lm_shape *s, int64_t n, const void *const *p,
                        const void *tape, const void *dy, void *const *dp, bool accumulate, void *dx,
-                       void *scratch, const struct lm_drop *drop);
+                       void *scratch, const struct lm_drop *drop, const struct lm_tp *tp);
 
 /* The model's ends (a language model's first and last layers).
  * Embedding: y[n ctx, d] = tok[token] + pos[position], the tokens given as

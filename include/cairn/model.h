@@ -20,6 +20,17 @@ int model_param_layer(const struct train_spec *t, int k);
 int model_param_ndim(const struct train_spec *t, int k); /* 1: a vector, 2: a matrix */
 int64_t model_param_rows(const struct train_spec *t, int k);
 int64_t model_param_cols(const struct train_spec *t, int k); /* 1 for a vector */
+/* How the T members of a stage (pipeline.ranks_per_stage) would share
+ * parameter k: each all of it (WHOLE, and every parameter when T = 1), or the
+ * blocks of *nb columns (COLS; a vector's entries) or rows (ROWS) that
+ * member j owns block-cyclically (partition.h's cyclic_owned).  Dense
+ * layers split their units by pipeline.block; a language model's block
+ * splits its heads (qkv's columns, proj's rows) and its MLP (fc's columns,
+ * out's rows) into T equal parts and keeps the rest whole. */
+enum model_split { MODEL_SPLIT_WHOLE, MODEL_SPLIT_COLS, MODEL_SPLIT_ROWS };
+enum model_split model_param_split(const struct train_spec *t, int k, int64_t T, int64_t *nb);
+/* Member j's rows and columns of parameter k (a vector: [entries, 1]). */
+void model_param_local(const struct train_spec *t, int k, int64_t T, int64_t j, int64_t *rows, int64_t *cols);
 /* Parameter k's blob, "L<l>.W" or "L<l>.b", with suffix appended (".m",
  * ".v": optimizer state), and its dataset in a gradients file,
  * "grads/L<l>/W". */

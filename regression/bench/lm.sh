@@ -3,7 +3,7 @@
 # context 64, f32, Adam, 32 windows a step) against the references a user
 # would weigh it by, measured in the same run:
 #  1. training tokens/s of cairn (1 stage; 2 replicas, as DDP splits the
-#     batch; 2 stages; each with a PS shard per trainer or one, and no
+#     batch; 1 stage on 2 ranks, tensor-parallel; 2 stages; each with a PS shard per trainer or one, and no
 #     recomputation, as PyTorch; and the demo's layout as it runs, with
 #     recomputation) against PyTorch 1.13 on the same cores, model, data and batch
 #     (one process with 1 and 2 threads, and DDP on 2 processes), and
@@ -41,6 +41,8 @@ never=(--set pipeline.checkpoint='"never"')
 mpirun -np 2 "$cairn" run "$job" --run-dir s1 "${quick[@]}" "${never[@]}" --set pipeline.stages=1 --set ps.shards=1 >s1.log
 mpirun -np 3 "$cairn" run "$job" --run-dir r2 "${quick[@]}" "${never[@]}" --set pipeline.stages=1 --set replicas=2 \
     --set ps.shards=1 >r2.log
+mpirun -np 3 "$cairn" run "$job" --run-dir tp2 "${quick[@]}" "${never[@]}" --set pipeline.stages=1 \
+    --set pipeline.ranks_per_stage=2 --set ps.shards=1 >tp2.log
 mpirun -np 4 "$cairn" run "$job" --run-dir s2 "${quick[@]}" "${never[@]}" >s2.log
 mpirun -np 4 "$cairn" run "$job" --run-dir demo "${quick[@]}" >demo.log
 # 3: the demo's layout in each recomputation mode, peak RSS of the ranks
@@ -71,6 +73,7 @@ def cairn(run):
 s1, p1 = cairn("s1")
 s2, p2 = cairn("s2")
 r2, _ = cairn("r2")
+tp2, _ = cairn("tp2")
 demo, _ = cairn("demo")
 peers = {name: json.load(open(f"{name}.json"))["tokens_per_second"] for name in ("t1", "t2", "ddp2")}
 best = max(peers.values())
@@ -80,7 +83,8 @@ print(f"{'  the cores limit (sgemm rate x cores)':44}{limit:10.0f}")
 print(f"{'  PyTorch 1.13, 1 thread':44}{peers['t1']:10.0f}{'':10}{peers['t1'] / limit:8.2f}")
 print(f"{'  PyTorch 1.13, 2 threads':44}{peers['t2']:10.0f}{'':10}{peers['t2'] / limit:8.2f}")
 print(f"{'  PyTorch 1.13, DDP 2 processes':44}{peers['ddp2']:10.0f}{'':10}{peers['ddp2'] / limit:8.2f}")
-for name, v in (("1 stage + 1 shard", s1), ("2 replicas + 1 shard", r2), ("2 stages + 2 shards", s2),
+for name, v in (("1 stage + 1 shard", s1), ("2 replicas + 1 shard", r2), ("1 stage on 2 ranks (T = 2)", tp2),
+                ("2 stages + 2 shards", s2),
                 ("the demo (2 + 2, except_last)", demo)):
     print(f"{'  cairn, ' + name:44}{v:10.0f}{v / best:9.2f}x{v / limit:8.2f}")
 eff, ideal = p1 / (2 * p2), 4 / (4 + 2 - 1)

@@ -245,6 +245,70 @@ h5differ t-S1-P1/model.h5 t-drop-S1-P1/model.h5 && pass dropout/trains-otherwise
     fail dropout/trains-otherwise "the same model as without dropout"
 sed -i 's/ dropout = 0.2;//' lm.cfg
 
+# tensor-parallel stages (4 heads, so that 2 and 4 ranks split them): the
+# first gradients within 1e-12 of the reference's largest (f64, the bound
+# cairn-job(5) gives), and at one T the same bits for any stages,
+# schedule, recomputation, replicas and shards, with dropout too; a run is
+# the same bits on other T = 2 layouts and after a resume, within 1e-10 of
+# T = 1 after 8 Adam steps, and a T = 2 checkpoint resumes on T = 1
+near() { # NAME A B BOUND [GROUP]: every dataset of B's GROUP within BOUND of A's largest
+    py 'import h5py, sys
+a, b = (h5py.File(p, "r")[sys.argv[4]] for p in sys.argv[1:3])
+worst = []
+def visit(n, o):
+    if isinstance(o, h5py.Dataset): worst.append(abs(a[n][()] - o[()]).max() / abs(a[n][()]).max())
+b.visititems(visit)
+print("%d datasets, largest difference %.2e" % (len(worst), max(worst)))
+sys.exit(0 if len(worst) > 20 and max(worst) <= float(sys.argv[3]) else 1)' "$2" "$3" "$4" "${5:-/grads}" >"$1.near" 2>&1 &&
+        pass "tensor-parallel/$1" || fail "tensor-parallel/$1" "$(tail -2 "$1.near")"
+}
+tp_grads() { # NAME NP SETTINGS...: dist.h5 into NAME.h5
+    local name=$1 np=$2
+    shift 2
+    rm -f dist.h5
+    mpi "$name" "$np" run lm.cfg --run-dir "r-$name" --set model.lm.heads=4 "$@"
+    expect_rc "tensor-parallel/$name-exit" "$name" 0
+    mv dist.h5 "$name.h5" 2>/dev/null
+}
+run ref-h4 "$CAIRN" grads lm.cfg -o ref-h4.h5 --set model.lm.heads=4
+run ref-h4-drop "$CAIRN" grads lm.cfg -o ref-h4-drop.h5 --set model.lm.heads=4 --set model.lm.dropout=0.2
+echo 'debug = { grads = "dist.h5"; };' >>lm.cfg
+tp_grads T2 3 --set pipeline.ranks_per_stage=2
+tp_grads T4 5 --set pipeline.ranks_per_stage=4
+tp_grads T2-S2-P2-1f1b-always 6 --set pipeline.ranks_per_stage=2 --set pipeline.stages=2 --set ps.shards=2 \
+    --set pipeline.schedule=1f1b --set pipeline.checkpoint=always
+tp_grads T2-R2-never 5 --set pipeline.ranks_per_stage=2 --set replicas=2 --set pipeline.checkpoint=never
+tp_grads T2-drop 3 --set pipeline.ranks_per_stage=2 --set model.lm.dropout=0.2
+tp_grads T2-S2-drop 5 --set pipeline.ranks_per_stage=2 --set pipeline.stages=2 --set model.lm.dropout=0.2
+# 3 shards: their rows of proj.W (8 each) and fc.b (14) straddle the members' halves (12, 20)
+tp_grads T2-P3 5 --set pipeline.ranks_per_stage=2 --set ps.shards=3
+near T2-grads ref-h4.h5 T2.h5 1e-12
+near T4-grads ref-h4.h5 T4.h5 1e-12
+near T2-dropout-grads ref-h4-drop.h5 T2-drop.h5 1e-12
+for x in T2-S2-P2-1f1b-always T2-R2-never T2-P3; do same_h5 "tensor-parallel/$x-bitwise" T2.h5 "$x.h5" /grads; done
+# (and the stage was split: its sums are not the reference's bits)
+h5differ ref-h4.h5 T2.h5 /grads && pass tensor-parallel/split-for-real || fail tensor-parallel/split-for-real "T = 2 gave one rank's bits"
+same_h5 tensor-parallel/dropout-layouts-bitwise T2-drop.h5 T2-S2-drop.h5 /grads
+sed -i '/^debug/d' lm.cfg
+train T1-h4 2 --set model.lm.heads=4
+train T2 3 --set model.lm.heads=4 --set pipeline.ranks_per_stage=2
+train T2-S2-P2 6 --set model.lm.heads=4 --set pipeline.ranks_per_stage=2 --set pipeline.stages=2 --set ps.shards=2
+same_h5 tensor-parallel/train-layouts-bitwise t-T2/model.h5 t-T2-S2-P2/model.h5
+near train-T1 t-T1-h4/model.h5 t-T2/model.h5 1e-10 /
+mpi T2-stop 5 run lm.cfg --run-dir t-T2-resumed --set steps_per_epoch=4 --set stop.max_epochs=1 \
+    --set model.lm.heads=4 --set pipeline.ranks_per_stage=2 --set pipeline.stages=2
+expect_rc tensor-parallel/stop-exit T2-stop 0
+mpi T2-stop-again 3 run lm.cfg --run-dir t-T2-on-T1 --set steps_per_epoch=4 --set stop.max_epochs=1 \
+    --set model.lm.heads=4 --set pipeline.ranks_per_stage=2
+expect_rc tensor-parallel/stop-again-exit T2-stop-again 0
+train T2-resumed 5 --set model.lm.heads=4 --set pipeline.ranks_per_stage=2 --set pipeline.stages=2
+same_h5 tensor-parallel/resume-bitwise t-T2/model.h5 t-T2-resumed/model.h5
+train T2-on-T1 2 --set model.lm.heads=4
+expect_grep tensor-parallel/resumed-on-T1-from-1 T2-on-T1.out "resuming after epoch 1 "
+near resumed-on-T1 t-T2/model.h5 t-T2-on-T1/model.h5 1e-10 /
+run print-T2 "$CAIRN" print lm.cfg --set model.lm.heads=4 --set pipeline.ranks_per_stage=2
+expect_grep tensor-parallel/print print-T2.out "stage0: ranks 0-1 \(2 ranks per replica, each with 1/2 of every block's heads and MLP\)"
+
 # it learns: after two epochs of the whole text the held-out loss is below
 # the unigram model's (the byte frequencies' entropy, in nats)
 grep -v '^steps_per_epoch' lm.cfg >learn.cfg
@@ -433,7 +497,7 @@ expect_rc bad/dropout-exit dropout-1 2
 expect_grep bad/dropout-message dropout-1.err "'dropout' must be in \[0, 0.9\], got 1"
 run tp "$CAIRN" check lm.cfg --set pipeline.ranks_per_stage=2
 expect_rc bad/tensor-parallel-exit tp 2
-expect_grep bad/tensor-parallel-message tp.err "a language model's stages run on one rank each"
+expect_grep bad/tensor-parallel-message tp.err "pipeline.ranks_per_stage = 2 must divide model.lm's heads \(3\) and mlp \(40\)"
 run stages "$CAIRN" check lm.cfg --set pipeline.stages=3
 expect_rc bad/stages-exit stages 2
 expect_grep bad/stages-message stages.err "pipeline.stages = 3 but the model has 2 blocks: every stage needs at least one"
@@ -451,6 +515,13 @@ expect_grep bad/mixed-message mixed.err "mixed.cfg:2: model.inputs does not go w
 # activations count against model.rank_memory_mb: a context of 512 needs more
 run memory "$CAIRN" check lm.cfg --set model.rank_memory_mb=2 --set model.lm.context=512 --set pipeline.checkpoint='"never"'
 expect_rc bad/memory-exit memory 2
+# ...and a stage that does not fit one rank is told the T that splits it enough
+run memory-T "$CAIRN" check lm.cfg --set model.rank_memory_mb=8 --set model.lm.heads=4 --set pipeline.checkpoint='"never"'
+expect_rc bad/memory-T-exit memory-T 2
+expect_grep bad/memory-T-hint memory-T.err "over model.rank_memory_mb = 8: it fits with pipeline.ranks_per_stage = 2$"
+run memory-T2 "$CAIRN" check lm.cfg --set model.rank_memory_mb=8 --set model.lm.heads=4 --set pipeline.checkpoint='"never"' \
+    --set pipeline.ranks_per_stage=2
+expect_rc bad/memory-T-fits-exit memory-T2 0
 expect_grep bad/memory-message memory.err "pipeline stage 0 needs [0-9.]+ MiB per rank for its parameters and gradients \(with the gradient tree's partial sums\) and activations"
 run text-none "$CAIRN" data text --out none.h5 --context 16 /nonexistent/file
 expect_rc bad/text-missing-exit text-none 2

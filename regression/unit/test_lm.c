@@ -109,14 +109,14 @@ static void forward_is_the_definition(void **state)
     double *p[LM_N_PARAMS], *x = rnd(R * S.d, 700, 1), *y = malloc((size_t)(R * S.d) * sizeof *y), want[40];
     double *tape = malloc((size_t)lm_tape_numel(&S, n) * sizeof *tape);
     params(p, 800);
-    lm_block_forward(DT_F64, &S, n, x, (const void *const *)p, y, tape, NULL);
+    lm_block_forward(DT_F64, &S, n, x, (const void *const *)p, y, tape, NULL, NULL);
     for (int64_t i = 0; i < n; i++) {
         reference(x + i * S.ctx * S.d, p, want);
         double w = worst(want, y + i * S.ctx * S.d, S.ctx * S.d);
         if (w > 1e-12) fail_msg("sequence %lld: the block differs from the definition by %.3g", (long long)i, w);
     }
     /* in place (y = x) gives the same bits */
-    lm_block_forward(DT_F64, &S, n, x, (const void *const *)p, x, tape, NULL);
+    lm_block_forward(DT_F64, &S, n, x, (const void *const *)p, x, tape, NULL, NULL);
     assert_memory_equal(x, y, (size_t)(R * S.d) * sizeof *x);
     for (int k = 0; k < LM_N_PARAMS; k++) free(p[k]);
     free(x), free(y), free(tape);
@@ -128,7 +128,7 @@ static double objective(const struct lm_shape *s, const struct lm_drop *k, int64
 {
     int64_t R = n * s->ctx;
     double *y = malloc((size_t)(R * s->d) * sizeof *y), *tape = malloc((size_t)lm_tape_numel(s, n) * sizeof *tape);
-    lm_block_forward(DT_F64, s, n, x, (const void *const *)p, y, tape, k);
+    lm_block_forward(DT_F64, s, n, x, (const void *const *)p, y, tape, k, NULL);
     double f = 0;
     for (int64_t e = 0; e < R * s->d; e++) f += y[e] * w[e];
     free(y);
@@ -164,8 +164,8 @@ static void gradients_of(const struct lm_shape *s, const struct lm_drop *k)
     double *y = malloc((size_t)(R * s->d) * sizeof *y), *dx = malloc((size_t)(R * s->d) * sizeof *dx);
     double *tape = malloc((size_t)lm_tape_numel(s, n) * sizeof *tape);
     double *scratch = malloc((size_t)lm_scratch_numel(s, n) * sizeof *scratch);
-    lm_block_forward(DT_F64, s, n, x, (const void *const *)p, y, tape, k);
-    lm_block_backward(DT_F64, s, n, (const void *const *)p, tape, w, (void *const *)dp, false, dx, scratch, k);
+    lm_block_forward(DT_F64, s, n, x, (const void *const *)p, y, tape, k, NULL);
+    lm_block_backward(DT_F64, s, n, (const void *const *)p, tape, w, (void *const *)dp, false, dx, scratch, k, NULL);
     check(s, k, "x", x, dx, R * s->d, n, x, p, w);
     for (int q = 0; q < LM_N_PARAMS; q++) check(s, k, lm_param_name(q), p[q], dp[q], numel(q), n, x, p, w);
     /* accumulate adds; no dx gives the same parameter gradients */
@@ -174,14 +174,14 @@ static void gradients_of(const struct lm_shape *s, const struct lm_drop *k)
         again[q] = malloc((size_t)numel(q) * sizeof(double));
         memcpy(again[q], dp[q], (size_t)numel(q) * sizeof(double));
     }
-    lm_block_backward(DT_F64, s, n, (const void *const *)p, tape, w, (void *const *)again, true, NULL, scratch, k);
+    lm_block_backward(DT_F64, s, n, (const void *const *)p, tape, w, (void *const *)again, true, NULL, scratch, k, NULL);
     for (int q = 0; q < LM_N_PARAMS; q++)
         for (int64_t i = 0; i < numel(q); i++)
             if (fabs(again[q][i] - 2 * dp[q][i]) > 1e-12 * (1 + fabs(dp[q][i])))
                 fail_msg("%s[%lld]: accumulated %.17g, want twice %.17g", lm_param_name(q), (long long)i,
                          again[q][i], dp[q][i]);
     /* no sequences: every gradient is zero, not left as it was */
-    lm_block_backward(DT_F64, s, 0, (const void *const *)p, tape, w, (void *const *)again, false, NULL, scratch, k);
+    lm_block_backward(DT_F64, s, 0, (const void *const *)p, tape, w, (void *const *)again, false, NULL, scratch, k, NULL);
     for (int q = 0; q < LM_N_PARAMS; q++)
         for (int64_t i = 0; i < numel(q); i++)
             if (again[q][i] != 0) fail_msg("%s[%lld]: %g after no sequences", lm_param_name(q), (long long)i, again[q][i]);
@@ -214,10 +214,10 @@ static void dropout_gradients_and_masks(void **state)
     const struct lm_drop *keys[4] = {NULL, &k, &k, &other};
     for (int i = 0; i < 4; i++) {
         y[i] = malloc((size_t)(R * s.d) * sizeof(double));
-        lm_block_forward(DT_F64, i ? &s : &S, n, x, (const void *const *)p, y[i], tape, keys[i]);
+        lm_block_forward(DT_F64, i ? &s : &S, n, x, (const void *const *)p, y[i], tape, keys[i], NULL);
     }
     double *y0 = malloc((size_t)(R * s.d) * sizeof *y0);
-    lm_block_forward(DT_F64, &s, n, x, (const void *const *)p, y0, tape, NULL);
+    lm_block_forward(DT_F64, &s, n, x, (const void *const *)p, y0, tape, NULL, NULL);
     assert_memory_equal(y0, y[0], (size_t)(R * s.d) * sizeof *y0); /* no key: no dropout */
     assert_memory_equal(y[1], y[2], (size_t)(R * s.d) * sizeof *y0); /* one key: one mask */
     assert_true(memcmp(y[1], y[0], (size_t)(R * s.d) * sizeof *y0) != 0);
@@ -240,11 +240,11 @@ static void attention_is_causal(void **state)
     double *y0 = malloc((size_t)(R * S.d) * sizeof *y0), *y1 = malloc((size_t)(R * S.d) * sizeof *y1);
     double *tape = malloc((size_t)lm_tape_numel(&S, 1) * sizeof *tape);
     params(p, 400);
-    lm_block_forward(DT_F64, &S, 1, x0, (const void *const *)p, y0, tape, NULL);
+    lm_block_forward(DT_F64, &S, 1, x0, (const void *const *)p, y0, tape, NULL, NULL);
     for (int64_t j = 0; j < S.ctx; j++) {
         memcpy(x, x0, (size_t)(R * S.d) * sizeof *x);
         for (int64_t c = 0; c < S.d; c++) x[j * S.d + c] += 0.5;
-        lm_block_forward(DT_F64, &S, 1, x, (const void *const *)p, y1, tape, NULL);
+        lm_block_forward(DT_F64, &S, 1, x, (const void *const *)p, y1, tape, NULL, NULL);
         assert_memory_equal(y0, y1, (size_t)(j * S.d) * sizeof *y0); /* positions before j: the same bits */
         int changed = 0;
         for (int64_t c = 0; c < S.d; c++) changed |= y0[j * S.d + c] != y1[j * S.d + c];
@@ -272,8 +272,8 @@ static void run(enum dtype dt, int64_t n, const double *xd, const double *wd, do
         g[k] = malloc((size_t)numel(k) * es);
         for (int64_t i = 0; i < numel(k); i++) PUT(p[k], i, pd[k][i]);
     }
-    lm_block_forward(dt, &S, n, x, (const void *const *)p, yv, tape, NULL);
-    lm_block_backward(dt, &S, n, (const void *const *)p, tape, w, g, false, dxv, scratch, NULL);
+    lm_block_forward(dt, &S, n, x, (const void *const *)p, yv, tape, NULL, NULL);
+    lm_block_backward(dt, &S, n, (const void *const *)p, tape, w, g, false, dxv, scratch, NULL, NULL);
     for (int64_t e = 0; e < R; e++) y[e] = GET(yv, e), dx[e] = GET(dxv, e);
     for (int k = 0; k < LM_N_PARAMS; k++) {
         for (int64_t i = 0; i < numel(k); i++) dp[k][i] = GET(g[k], i);
@@ -328,8 +328,8 @@ static void shapes_checked(void **state)
 {
     (void)state;
     assert_true(lm_shape_ok(&S));
-    const struct lm_shape bad[] = {{0, 8, 2, 12, 0}, {5, 0, 1, 12, 0}, {5, 8, 0, 12, 0}, {5, 8, 3, 12, 0}, {5, 8, 2, 0, 0},
-                                   {1 << 16, 8, 2, 12, 0}, {5, 1 << 15, 1, 12, 0}, {5, 1 << 16, 1, 1 << 16, 0}};
+    const struct lm_shape bad[] = {{0, 8, 2, 12, 0, 0, 0, 0}, {5, 0, 1, 12, 0, 0, 0, 0}, {5, 8, 0, 12, 0, 0, 0, 0}, {5, 8, 3, 12, 0, 0, 0, 0}, {5, 8, 2, 0, 0, 0, 0, 0},
+                                   {1 << 16, 8, 2, 12, 0, 0, 0, 0}, {5, 1 << 15, 1, 12, 0, 0, 0, 0}, {5, 1 << 16, 1, 1 << 16, 0, 0, 0, 0}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         if (lm_shape_ok(&bad[i])) fail_msg("shape %zu taken", i);
 }

@@ -367,10 +367,13 @@ static void parse_pipeline(struct cfg *c, const config_setting_t *root, struct t
         t->stages = units;
         stages_bad = true;
     }
-    if (t->lm_on && t->ranks_per_stage > 1)
+    /* a language model's stage splits each block's heads and MLP over its ranks */
+    if (t->lm_on && t->ranks_per_stage > 1 &&
+        (t->lm.heads % t->ranks_per_stage || t->lm.mlp % t->ranks_per_stage))
         cfg_err(c, config_setting_get_member(p, "ranks_per_stage"),
-                "pipeline.ranks_per_stage = %lld: a language model's stages run on one rank each "
-                "(tensor parallelism for model.lm is not implemented yet)", (long long)t->ranks_per_stage);
+                "pipeline.ranks_per_stage = %lld must divide model.lm's heads (%lld) and mlp (%lld): a "
+                "language model's stage splits them over its ranks", (long long)t->ranks_per_stage,
+                (long long)t->lm.heads, (long long)t->lm.mlp);
     parse_balance(c, p, t, stages_bad);
 }
 

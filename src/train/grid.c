@@ -30,16 +30,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool grid_split(const struct trainer *t) { return t->T > 1; }
+bool grid_split(const struct trainer *t) { return t->T > 1 && !t->spec->lm_on; } /* an LM's: pipeline.c */
 
 int64_t grid_cols(const struct trainer *t, int64_t d)
 {
-    return t->T > 1 ? cyclic_owned(d, t->tp->block, t->T, t->member) : d;
+    return grid_split(t) ? cyclic_owned(d, t->tp->block, t->T, t->member) : d;
 }
 
 int grid_create(struct trainer *t)
 {
-    if (t->T == 1 || t->members == MPI_COMM_NULL) return 0;
+    if (!grid_split(t) || t->members == MPI_COMM_NULL) return 0;
     int lead = 0;
     t->blacs_stage = Csys2blacs_handle(t->members);
     t->ctx_grid = t->blacs_stage;

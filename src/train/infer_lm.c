@@ -161,10 +161,10 @@ int infer_lm_forward(const struct infer_model *m, const struct infer_opts *o, in
     CAIRN_CHECK(check_tokens(m, o->data, o->features, first, &work[0]));
     for (int l = 0; l < t->n_layers; l++) {
         struct tensor *in = &work[l % 2], *out = &work[(l + 1) % 2];
-        struct shape s = {.ndim = 2, .d = {n, t->layers[l].units}}, ts = {.ndim = 1, .d = {layer_tape_numel(t, l, n)}};
+        struct shape s = {.ndim = 2, .d = {n, t->layers[l].units}}, ts = {.ndim = 1, .d = {layer_tape_numel(t, l, n, 1)}};
         CAIRN_CHECK(tensor_resize(out, m->dt, &s));
         CAIRN_CHECK(tensor_resize(&work[2], m->dt, &ts));
-        layer_forward(t, l, n, in->data, &m->p[t->param0[l]], out->data, work[2].data, NULL);
+        layer_forward(t, l, n, in->data, &m->p[t->param0[l]], out->data, work[2].data, NULL, NULL);
     }
     *z = &work[t->n_layers % 2];
 cleanup:
@@ -231,10 +231,10 @@ static int full(struct gen *x, const int64_t *toks, int64_t n)
     for (int64_t i = 0; i < C; i++) tensor_set(&x->full[0], i, (double)(i < n ? toks[i] : 0));
     for (int l = 0; l < t->n_layers; l++) {
         struct tensor *a = &x->full[l % 2], *b = &x->full[(l + 1) % 2];
-        struct shape s = {.ndim = 2, .d = {1, t->layers[l].units}}, ts = {.ndim = 1, .d = {layer_tape_numel(t, l, 1)}};
+        struct shape s = {.ndim = 2, .d = {1, t->layers[l].units}}, ts = {.ndim = 1, .d = {layer_tape_numel(t, l, 1, 1)}};
         CAIRN_CHECK(tensor_resize(b, x->m->dt, &s));
         CAIRN_CHECK(tensor_resize(&x->full[2], x->m->dt, &ts));
-        layer_forward(t, l, 1, a->data, &x->m->p[t->param0[l]], b->data, x->full[2].data, NULL);
+        layer_forward(t, l, 1, a->data, &x->m->p[t->param0[l]], b->data, x->full[2].data, NULL, NULL);
     }
     memcpy(x->logits, (char *)x->full[t->n_layers % 2].data + (size_t)((n - 1) * V) * x->esz, (size_t)V * x->esz);
 cleanup:

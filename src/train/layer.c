@@ -5,10 +5,19 @@
 #include "cairn/model.h"
 #include "cairn/nn.h"
 
-static struct lm_shape shape_of(const struct train_spec *t)
+/* A block's shape on member j of T (the whole one: T = 1). */
+static struct lm_shape shape_of(const struct train_spec *t, int T, int j)
 {
-    return (struct lm_shape){
-        .ctx = t->lm.ctx, .d = t->lm.d, .heads = t->lm.heads, .mlp = t->lm.mlp, .drop = t->lm.dropout};
+    struct lm_shape s = {.ctx = t->lm.ctx, .d = t->lm.d, .heads = t->lm.heads, .mlp = t->lm.mlp,
+                         .drop = t->lm.dropout};
+    if (T > 1 && t->lm_on) {
+        s.dh = t->lm.d / t->lm.heads;
+        s.heads /= T;
+        s.mlp /= T;
+        s.head0 = j * s.heads;
+        s.parts = T;
+    }
+    return s;
 }
 
 /* Layer l's dropout key, or NULL. */
@@ -21,9 +30,9 @@ static const struct lm_drop *drop_of(const struct layer_key *key, int l, struct 
 
 static int64_t layer_inputs(const struct train_spec *t, int l) { return l ? t->layers[l - 1].units : t->width0; }
 
-int64_t layer_tape_numel(const struct train_spec *t, int l, int64_t n)
+int64_t layer_tape_numel(const struct train_spec *t, int l, int64_t n, int T)
 {
-    struct lm_shape s = shape_of(t);
+    struct lm_shape s = shape_of(t, T, 0);
     switch (t->layers[l].kind) {
     case LAYER_LM_BLOCK: return lm_tape_numel(&s, n);
     case LAYER_LM_HEAD: return lm_head_tape_numel(&s, n);
@@ -31,9 +40,9 @@ int64_t layer_tape_numel(const struct train_spec *t, int l, int64_t n)
     }
 }
 
-int64_t layer_scratch_numel(const struct train_spec *t, int l, int64_t n)
+int64_t layer_scratch_numel(const struct train_spec *t, int l, int64_t n, int T)
 {
-    struct lm_shape s = shape_of(t);
+    struct lm_shape s = shape_of(t, T, 0);
     switch (t->layers[l].kind) {
     case LAYER_LM_BLOCK: return lm_scratch_numel(&s, n);
     case LAYER_LM_HEAD: return lm_head_scratch_numel(&s, n);
@@ -42,9 +51,9 @@ int64_t layer_scratch_numel(const struct train_spec *t, int l, int64_t n)
 }
 
 void layer_forward(const struct train_spec *t, int l, int64_t n, const void *x, const struct tensor *w,
-                   void *y, void *tape, const struct layer_key *key)
+                   void *y, void *tape, const struct layer_key *key, const struct layer_tp *tp)
 {
-    struct lm_shape s = shape_of(t);
+    struct lm_shape s = tp ? shape_of(t, tp->T, tp->member) : shape_of(t, 1, 0);
     struct lm_drop dk;
     const struct lm_drop *k = drop_of(key, l, &dk);
     const void *p[MODEL_LAYER_MAX_PARAMS];
@@ -54,16 +63,16 @@ void layer_forward(const struct train_spec *t, int l, int64_t n, const void *x, 
         nn_forward(t->dtype, n, layer_inputs(t, l), t->layers[l].units, x, p[0], p[1], t->layers[l].act, y);
         break;
     case LAYER_LM_EMBED: lm_embed_forward(t->dtype, &s, n, x, p[0], p[1], y, k); break;
-    case LAYER_LM_BLOCK: lm_block_forward(t->dtype, &s, n, x, p, y, tape, k); break;
+    case LAYER_LM_BLOCK: lm_block_forward(t->dtype, &s, n, x, p, y, tape, k, tp ? &tp->sum : NULL); break;
     case LAYER_LM_HEAD: lm_head_forward(t->dtype, &s, t->lm.vocab, n, x, p, y, tape); break;
     }
 }
 
 void layer_backward(const struct train_spec *t, int l, int64_t n, const void *x, const void *y,
                     const struct tensor *w, const void *tape, void *dy, struct tensor *const *dw, void *dx,
-                    void *scratch, const struct layer_key *key)
+                    void *scratch, const struct layer_key *key, const struct layer_tp *tp)
 {
-    struct lm_shape s = shape_of(t);
+    struct lm_shape s = tp ? shape_of(t, tp->T, tp->member) : shape_of(t, 1, 0);
     struct lm_drop dk;
     const struct lm_drop *k = drop_of(key, l, &dk);
     const void *p[MODEL_LAYER_MAX_PARAMS];
@@ -75,7 +84,9 @@ void layer_backward(const struct train_spec *t, int l, int64_t n, const void *x,
                     dp[0], dp[1], dx, false);
         break;
     case LAYER_LM_EMBED: lm_embed_backward(t->dtype, &s, t->lm.vocab, n, x, dy, dp[0], dp[1], false, k); break;
-    case LAYER_LM_BLOCK: lm_block_backward(t->dtype, &s, n, p, tape, dy, dp, false, dx, scratch, k); break;
+    case LAYER_LM_BLOCK:
+        lm_block_backward(t->dtype, &s, n, p, tape, dy, dp, false, dx, scratch, k, tp ? &tp->sum : NULL);
+        break;
     case LAYER_LM_HEAD:
         lm_head_backward(t->dtype, &s, t->lm.vocab, n, p, tape, dy, dp, false, dx, scratch);
         break;

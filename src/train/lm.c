@@ -78,37 +78,41 @@ void lm_param_shape(const struct lm_shape *s, int k, int64_t *rows, int64_t *col
  * gradient and a head's factors and kept probabilities. */
 int64_t lm_tape_numel(const struct lm_shape *s, int64_t n)
 {
-    int64_t R = n * s->ctx, c2 = s->ctx * s->ctx;
-    return R * (8 * s->d + 2 + 2 * s->mlp) + n * s->heads * c2 + (s->drop > 0 ? R * s->d + c2 : 0);
+    int64_t R = n * s->ctx, c2 = s->ctx * s->ctx, dq = att_width_f32(s);
+    return R * (4 * s->d + 4 * dq + 2 + 2 * s->mlp) + n * s->heads * c2 +
+           (s->drop > 0 || s->parts > 1 ? R * s->d : 0) + (s->drop > 0 ? c2 : 0);
 }
 
 int64_t lm_scratch_numel(const struct lm_shape *s, int64_t n)
 {
-    int64_t R = n * s->ctx, c2 = s->ctx * s->ctx;
-    return R * (s->mlp + 6 * s->d) + c2 + (s->drop > 0 ? R * s->d + 2 * c2 : 0);
+    int64_t R = n * s->ctx, c2 = s->ctx * s->ctx, dq = att_width_f32(s);
+    return R * (s->mlp + 2 * s->d + 4 * dq) + c2 + (s->drop > 0 ? R * s->d + 2 * c2 : 0);
 }
 
 void lm_block_forward(enum dtype dt, const struct lm_shape *s, int64_t n, const void *x,
-                      const void *const *p, void *y, void *tape, const struct lm_drop *drop)
+                      const void *const *p, void *y, void *tape, const struct lm_drop *drop,
+                      const struct lm_tp *tp)
 {
     if (!(s->drop > 0)) drop = NULL;
+    if (s->parts <= 1) tp = NULL;
     if (dt == DT_F32)
-        block_forward_f32(s, n, x, (const float *const *)p, y, tape, drop);
+        block_forward_f32(s, n, x, (const float *const *)p, y, tape, drop, tp);
     else
-        block_forward_f64(s, n, x, (const double *const *)p, y, tape, drop);
+        block_forward_f64(s, n, x, (const double *const *)p, y, tape, drop, tp);
 }
 
 void lm_block_backward(enum dtype dt, const struct lm_shape *s, int64_t n, const void *const *p,
                        const void *tape, const void *dy, void *const *dp, bool accumulate, void *dx,
-                       void *scratch, const struct lm_drop *drop)
+                       void *scratch, const struct lm_drop *drop, const struct lm_tp *tp)
 {
     if (!(s->drop > 0)) drop = NULL;
+    if (s->parts <= 1) tp = NULL;
     if (dt == DT_F32)
         block_backward_f32(s, n, (const float *const *)p, tape, dy, (float *const *)dp, accumulate, dx, scratch,
-                           drop);
+                           drop, tp);
     else
         block_backward_f64(s, n, (const double *const *)p, tape, dy, (double *const *)dp, accumulate, dx,
-                           scratch, drop);
+                           scratch, drop, tp);
 }
 
 void lm_embed_forward(enum dtype dt, const struct lm_shape *s, int64_t n, const void *tokens,

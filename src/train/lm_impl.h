@@ -28,32 +28,34 @@ static void F(drop)(double p, const struct lm_drop *k, int site, int64_t n, int6
     }
 }
 
+/* The width of a head, and of this rank's heads (qkv has 3 of it). */
+static int64_t F(head_dim)(const struct lm_shape *s) { return s->dh ? s->dh : s->d / s->heads; }
+static int64_t F(att_width)(const struct lm_shape *s) { return s->heads * F(head_dim)(s); }
+
 /* The tape's parts, for n sequences. */
 struct F(tape) {
     REAL *xhat1, *xn1, *rstd1, *qkv, *P, *a, *xhat2, *xn2, *rstd2, *u, *gl;
-    REAL *o, *Pd; /* with dropout, the forward's room: an output [R, d], a head's kept P */
+    REAL *o, *Pd; /* with dropout or parts: an output [R, d]; with dropout: a head's kept P */
 };
 
 static struct F(tape) F(tape_parts)(const struct lm_shape *s, int64_t n, REAL *t)
 {
-    int64_t R = n * s->ctx, d = s->d;
+    int64_t R = n * s->ctx, d = s->d, dq = F(att_width)(s);
     struct F(tape) p;
     p.xhat1 = t, t += R * d;
     p.xn1 = t, t += R * d;
     p.rstd1 = t, t += R;
-    p.qkv = t, t += R * 3 * d;
+    p.qkv = t, t += R * 3 * dq;
     p.P = t, t += n * s->heads * s->ctx * s->ctx;
-    p.a = t, t += R * d;
+    p.a = t, t += R * dq;
     p.xhat2 = t, t += R * d;
     p.xn2 = t, t += R * d;
     p.rstd2 = t, t += R;
     p.u = t, t += R * s->mlp;
     p.gl = t;
     p.o = p.Pd = NULL;
-    if (s->drop > 0) {
-        p.o = t + R * s->mlp;
-        p.Pd = p.o + R * d;
-    }
+    if (s->drop > 0 || s->parts > 1) p.o = t + R * s->mlp;
+    if (s->drop > 0) p.Pd = p.o + R * d;
     return p;
 }
 
@@ -123,7 +125,7 @@ static void F(affine)(int64_t R, int64_t in, int64_t cols, const REAL *x, const 
     F(gemm)(false, false, R, cols, in, 1, x, in, W, cols, 1, y, cols);
 }
 
-/* Dropout's factors for head h of one sequence's probabilities, [ctx, ctx]
+/* Dropout's factors for (this rank's) head h of one sequence's probabilities, [ctx, ctx]
  * (0 or 1 / (1 - p) on and below the diagonal, 0 above); key: the
  * sample's. */
 static void F(attn_mask)(const struct lm_shape *s, const struct lm_drop *k, uint64_t key, int64_t h, REAL *M)
@@ -132,17 +134,19 @@ static void F(attn_mask)(const struct lm_shape *s, const struct lm_drop *k, uint
     REAL scale = (REAL)(1 / (1 - s->drop));
     for (int64_t i = 0; i < c; i++)
         for (int64_t j = 0; j < c; j++)
-            M[i * c + j] = j > i || drop_u(k, key, LM_DROP_ATTN, (h * c + i) * c + j) < s->drop ? (REAL)0 : scale;
+            M[i * c + j] = j > i || drop_u(k, key, LM_DROP_ATTN, ((s->head0 + h) * c + i) * c + j) < s->drop
+                               ? (REAL)0 : scale;
 }
 
-/* Causal attention of one sequence: a[ctx, d] (its rows) from qkv[ctx, 3d];
+/* Causal attention of one sequence (this rank's heads, d their width
+ * here): a[ctx, d] (its rows) from qkv[ctx, 3d];
  * P[heads, ctx, ctx] the probabilities, zero above the diagonal.  With
  * dropout (k not NULL, key the sample's), a is from the kept
  * probabilities, made in Pd [ctx, ctx]; P holds them all. */
 static void F(attend)(const struct lm_shape *s, const REAL *qkv, REAL *P, REAL *a, const struct lm_drop *kd,
                       uint64_t key, REAL *Pd)
 {
-    int64_t c = s->ctx, d = s->d, dh = d / s->heads;
+    int64_t c = s->ctx, d = F(att_width)(s), dh = F(head_dim)(s);
     REAL scale = (REAL)1 / SQRT((REAL)dh);
     for (int64_t h = 0; h < s->heads; h++) {
         REAL *Ph = P + h * c * c;
@@ -169,7 +173,7 @@ static void F(attend)(const struct lm_shape *s, const REAL *qkv, REAL *P, REAL *
 static void F(attend_back)(const struct lm_shape *s, const REAL *qkv, const REAL *P, const REAL *da,
                            REAL *dP, REAL *dqkv, const struct lm_drop *kd, uint64_t key, REAL *M, REAL *Pd)
 {
-    int64_t c = s->ctx, d = s->d, dh = d / s->heads;
+    int64_t c = s->ctx, d = F(att_width)(s), dh = F(head_dim)(s);
     REAL scale = (REAL)1 / SQRT((REAL)dh);
     for (int64_t h = 0; h < s->heads; h++) {
         const REAL *Ph = P + h * c * c, *q = qkv + h * dh, *k = qkv + d + h * dh, *v = qkv + 2 * d + h * dh;
@@ -194,48 +198,56 @@ static void F(attend_back)(const struct lm_shape *s, const REAL *qkv, const REAL
     }
 }
 
-/* y += x W + b, through dropout at `site` with k (o: room for x W + b). */
-static void F(residual)(const struct lm_shape *s, const struct lm_drop *k, int site, int64_t n, int64_t in,
-                        const REAL *x, const REAL *W, const REAL *b, REAL *o, REAL *y)
+/* y += x W + b, x [R, in], through dropout at `site` with k (o: room for
+ * x W + b).  Split into parts, x W is a partial sum, added up before b. */
+static void F(residual)(const struct lm_shape *s, const struct lm_drop *k, const struct lm_tp *tp, int site,
+                        int64_t n, int64_t in, const REAL *x, const REAL *W, const REAL *b, REAL *o, REAL *y)
 {
     int64_t R = n * s->ctx, d = s->d;
-    if (!k) {
+    if (!k && !tp) {
         F(affine)(R, in, d, x, W, b, y, true);
         return;
     }
-    F(affine)(R, in, d, x, W, b, o, false);
-    F(drop)(s->drop, k, site, n, s->ctx * d, o, o);
+    if (!tp) {
+        F(affine)(R, in, d, x, W, b, o, false);
+    } else {
+        F(gemm)(false, false, R, d, in, 1, x, in, W, d, 0, o, d);
+        tp->sum(tp->ctx, o, R * d);
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t j = 0; j < d; j++) o[r * d + j] += b[j];
+    }
+    if (k) F(drop)(s->drop, k, site, n, s->ctx * d, o, o);
     for (int64_t e = 0; e < R * d; e++) y[e] += o[e];
 }
 
 static void F(block_forward)(const struct lm_shape *s, int64_t n, const REAL *x, const REAL *const *p,
-                             REAL *y, REAL *tape, const struct lm_drop *k)
+                             REAL *y, REAL *tape, const struct lm_drop *k, const struct lm_tp *tp)
 {
-    int64_t R = n * s->ctx, d = s->d, m = s->mlp, c = s->ctx;
+    int64_t R = n * s->ctx, d = s->d, m = s->mlp, c = s->ctx, dq = F(att_width)(s);
     struct F(tape) t = F(tape_parts)(s, n, tape);
     F(ln_forward)(R, d, x, p[LM_LN1_G], p[LM_LN1_B], t.xhat1, t.rstd1, t.xn1);
-    F(affine)(R, d, 3 * d, t.xn1, p[LM_QKV_W], p[LM_QKV_B], t.qkv, false);
+    F(affine)(R, d, 3 * dq, t.xn1, p[LM_QKV_W], p[LM_QKV_B], t.qkv, false);
     for (int64_t i = 0; i < n; i++)
-        F(attend)(s, t.qkv + i * c * 3 * d, t.P + i * s->heads * c * c, t.a + i * c * d, k,
+        F(attend)(s, t.qkv + i * c * 3 * dq, t.P + i * s->heads * c * c, t.a + i * c * dq, k,
                   k ? drop_key(k, i) : 0, t.Pd);
     /* h, the attention's residual, is built in y (the backward needs only LN2's tape of it) */
     if (y != x) memcpy(y, x, (size_t)(R * d) * sizeof(REAL));
-    F(residual)(s, k, LM_DROP_PROJ, n, d, t.a, p[LM_PROJ_W], p[LM_PROJ_B], t.o, y);
+    F(residual)(s, k, tp, LM_DROP_PROJ, n, dq, t.a, p[LM_PROJ_W], p[LM_PROJ_B], t.o, y);
     F(ln_forward)(R, d, y, p[LM_LN2_G], p[LM_LN2_B], t.xhat2, t.rstd2, t.xn2);
     F(affine)(R, d, m, t.xn2, p[LM_FC_W], p[LM_FC_B], t.u, false);
     VM(gelu)(R * m, t.u, t.gl);
-    F(residual)(s, k, LM_DROP_MLP, n, m, t.gl, p[LM_OUT_W], p[LM_OUT_B], t.o, y);
+    F(residual)(s, k, tp, LM_DROP_MLP, n, m, t.gl, p[LM_OUT_W], p[LM_OUT_B], t.o, y);
 }
 
 static void F(block_backward)(const struct lm_shape *s, int64_t n, const REAL *const *p, const REAL *tape,
                               const REAL *dy, REAL *const *dp, bool accumulate, REAL *dx, REAL *scratch,
-                              const struct lm_drop *k)
+                              const struct lm_drop *k, const struct lm_tp *tp)
 {
-    int64_t R = n * s->ctx, d = s->d, m = s->mlp, c = s->ctx;
+    int64_t R = n * s->ctx, d = s->d, m = s->mlp, c = s->ctx, dq = F(att_width)(s);
     REAL beta = accumulate ? 1 : 0;
     struct F(tape) t = F(tape_parts)(s, n, (REAL *)tape);
-    REAL *du = scratch, *dxn = du + R * m, *dh = dxn + R * d, *da = dh + R * d, *dqkv = da + R * d,
-         *dP = dqkv + R * 3 * d, *dk = NULL, *M = NULL, *Pd = NULL;
+    REAL *du = scratch, *dxn = du + R * m, *dh = dxn + R * d, *da = dh + R * d, *dqkv = da + R * dq,
+         *dP = dqkv + R * 3 * dq, *dk = NULL, *M = NULL, *Pd = NULL;
     if (k) dk = dP + c * c, M = dk + R * d, Pd = M + c * c;
     /* the MLP: out (through its dropout: dk), GELU, fc */
     const REAL *dyo = dy;
@@ -250,6 +262,7 @@ static void F(block_backward)(const struct lm_shape *s, int64_t n, const REAL *c
     F(colsum)(R, m, du, dp[LM_FC_B], accumulate);
     F(gemm)(true, false, d, m, R, 1, t.xn2, d, du, m, beta, dp[LM_FC_W], m);
     F(gemm)(false, true, R, d, m, 1, du, m, p[LM_FC_W], m, 0, dxn, d);
+    if (tp) tp->sum(tp->ctx, dxn, R * d);
     /* the residual, then LN2 */
     memcpy(dh, dy, (size_t)(R * d) * sizeof(REAL));
     F(ln_backward)(R, d, t.xhat2, t.rstd2, p[LM_LN2_G], dxn, dp[LM_LN2_G], dp[LM_LN2_B], accumulate, dh);
@@ -260,14 +273,15 @@ static void F(block_backward)(const struct lm_shape *s, int64_t n, const REAL *c
         dho = dk;
     }
     F(colsum)(R, d, dho, dp[LM_PROJ_B], accumulate);
-    F(gemm)(true, false, d, d, R, 1, t.a, d, dho, d, beta, dp[LM_PROJ_W], d);
-    F(gemm)(false, true, R, d, d, 1, dho, d, p[LM_PROJ_W], d, 0, da, d);
+    F(gemm)(true, false, dq, d, R, 1, t.a, dq, dho, d, beta, dp[LM_PROJ_W], d);
+    F(gemm)(false, true, R, dq, d, 1, dho, d, p[LM_PROJ_W], d, 0, da, dq);
     for (int64_t i = 0; i < n; i++)
-        F(attend_back)(s, t.qkv + i * c * 3 * d, t.P + i * s->heads * c * c, da + i * c * d, dP,
-                       dqkv + i * c * 3 * d, k, k ? drop_key(k, i) : 0, M, Pd);
-    F(colsum)(R, 3 * d, dqkv, dp[LM_QKV_B], accumulate);
-    F(gemm)(true, false, d, 3 * d, R, 1, t.xn1, d, dqkv, 3 * d, beta, dp[LM_QKV_W], 3 * d);
-    F(gemm)(false, true, R, d, 3 * d, 1, dqkv, 3 * d, p[LM_QKV_W], 3 * d, 0, dxn, d);
+        F(attend_back)(s, t.qkv + i * c * 3 * dq, t.P + i * s->heads * c * c, da + i * c * dq, dP,
+                       dqkv + i * c * 3 * dq, k, k ? drop_key(k, i) : 0, M, Pd);
+    F(colsum)(R, 3 * dq, dqkv, dp[LM_QKV_B], accumulate);
+    F(gemm)(true, false, d, 3 * dq, R, 1, t.xn1, d, dqkv, 3 * dq, beta, dp[LM_QKV_W], 3 * dq);
+    F(gemm)(false, true, R, d, 3 * dq, 1, dqkv, 3 * dq, p[LM_QKV_W], 3 * dq, 0, dxn, d);
+    if (tp) tp->sum(tp->ctx, dxn, R * d);
     /* the residual, then LN1 (its parameters' gradients even without dx) */
     if (dx) memcpy(dx, dh, (size_t)(R * d) * sizeof(REAL));
     F(ln_backward)(R, d, t.xhat1, t.rstd1, p[LM_LN1_G], dxn, dp[LM_LN1_G], dp[LM_LN1_B], accumulate,

@@ -94,6 +94,36 @@ int64_t model_param_cols(const struct train_spec *t, int k)
     return k >= t->n_params ? t->tables[k - t->n_params].dim : geom(t, k).cols;
 }
 
+enum model_split model_param_split(const struct train_spec *t, int k, int64_t T, int64_t *nb)
+{
+    *nb = t->block;
+    if (T == 1 || k >= t->n_params) return MODEL_SPLIT_WHOLE;
+    int l = model_param_layer(t, k);
+    if (t->layers[l].kind == LAYER_DENSE) return MODEL_SPLIT_COLS;
+    if (t->layers[l].kind != LAYER_LM_BLOCK) return MODEL_SPLIT_WHOLE; /* embeddings, head */
+    switch (k - t->param0[l]) {
+    case LM_QKV_W:
+    case LM_QKV_B: *nb = t->lm.d / T; return MODEL_SPLIT_COLS; /* q, k and v of its heads */
+    case LM_PROJ_W: *nb = t->lm.d / T; return MODEL_SPLIT_ROWS;
+    case LM_FC_W:
+    case LM_FC_B: *nb = t->lm.mlp / T; return MODEL_SPLIT_COLS;
+    case LM_OUT_W: *nb = t->lm.mlp / T; return MODEL_SPLIT_ROWS;
+    default: return MODEL_SPLIT_WHOLE;
+    }
+}
+
+void model_param_local(const struct train_spec *t, int k, int64_t T, int64_t j, int64_t *rows, int64_t *cols)
+{
+    int64_t nb;
+    enum model_split s = model_param_split(t, k, T, &nb);
+    *rows = model_param_rows(t, k);
+    *cols = model_param_cols(t, k);
+    if (s == MODEL_SPLIT_ROWS || (s == MODEL_SPLIT_COLS && model_param_ndim(t, k) == 1))
+        *rows = cyclic_owned(*rows, nb, T, j);
+    else if (s == MODEL_SPLIT_COLS)
+        *cols = cyclic_owned(*cols, nb, T, j);
+}
+
 /* A table's rows at positions lo ..: row i's values are uniform in
  * +-1/sqrt(dim), keyed by (seed, table, i, column), whatever the shards. */
 static void init_table(const struct train_spec *t, uint64_t seed, int e, int64_t lo, struct tensor *v)
@@ -221,8 +251,8 @@ cleanup:
 static int ref_work(struct ref *r, int l, int64_t n)
 {
     int rc = 0;
-    struct shape ts = {.ndim = 1, .d = {layer_tape_numel(r->t, l, n)}};
-    struct shape ss = {.ndim = 1, .d = {layer_scratch_numel(r->t, l, n)}};
+    struct shape ts = {.ndim = 1, .d = {layer_tape_numel(r->t, l, n, 1)}};
+    struct shape ss = {.ndim = 1, .d = {layer_scratch_numel(r->t, l, n, 1)}};
     CAIRN_CHECK(tensor_resize(&r->tape[l], r->t->dtype, &ts));
     if (ss.d[0] > tensor_numel(&r->scratch)) CAIRN_CHECK(tensor_resize(&r->scratch, r->t->dtype, &ss));
 cleanup:
@@ -246,7 +276,7 @@ static int ref_micro(struct ref *r, const struct tensor *x, const struct tensor 
         struct shape s = {.ndim = 2, .d = {n, t->layers[l].units}};
         CAIRN_CHECK(tensor_resize(&r->a[l + 1], t->dtype, &s));
         CAIRN_CHECK(ref_work(r, l, n));
-        layer_forward(t, l, n, r->a[l].data, &r->w[t->param0[l]], r->a[l + 1].data, r->tape[l].data, &key);
+        layer_forward(t, l, n, r->a[l].data, &r->w[t->param0[l]], r->a[l + 1].data, r->tape[l].data, &key, NULL);
     }
     struct shape gs = {.ndim = 2, .d = {n, k}};
     CAIRN_CHECK(tensor_resize(&r->g[r->L % 2], t->dtype, &gs));
@@ -264,7 +294,7 @@ static int ref_micro(struct ref *r, const struct tensor *x, const struct tensor 
         struct tensor *d[MODEL_LAYER_MAX_PARAMS];
         for (int j = 0; j < t->param0[l + 1] - q; j++) d[j] = &dw[q + j];
         layer_backward(t, l, n, r->a[l].data, r->a[l + 1].data, &r->w[q], r->tape[l].data,
-                       r->g[(l + 1) % 2].data, d, dx ? dx->data : NULL, r->scratch.data, &key);
+                       r->g[(l + 1) % 2].data, d, dx ? dx->data : NULL, r->scratch.data, &key, NULL);
     }
     for (int e = 0, col = (int)t->inputs; e < t->n_tables; col += (int)t->tables[e++].dim) {
         struct ref_table *x = &r->tab[e];

@@ -14,10 +14,13 @@
  * checkpointed micro-batch keeps only its stage input (and output) from
  * the forward pass, and its backward recomputes the layers in between.
  *
- * A stage on T ranks (grid.c) computes its layers on a grid: activations
- * and gradients arrive and leave whole on member 0, which scatters them
- * onto the grid and gathers them back (the members' "local" tensors
- * below); with T = 1 the local tensors are the whole ones.
+ * A stage on T ranks (grid.c) computes its dense layers on a grid:
+ * activations and gradients arrive and leave whole on member 0, which
+ * scatters them onto the grid and gathers them back (the members' "local"
+ * tensors below); with T = 1 the local tensors are the whole ones.  A
+ * language model's stage on T ranks keeps them whole on every member
+ * (member 0 broadcasts what arrives) and splits its blocks' heads and MLP
+ * (layer.h's layer_tp; the sums: members_sum).
  *
  * Messages: every receive a step needs is posted when it starts, sends are
  * non-blocking, so transfers overlap compute and no order of arrivals can
@@ -35,6 +38,7 @@
 #include "cairn/partition.h"
 #include "cairn/plan.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -70,10 +74,52 @@ struct pipe_bufs {
     struct tensor work;     /* a backward's scratch (layer.h) */
     struct tensor g[2];     /* gradients between layers */
     MPI_Request *rin, *rg, *sout, *sg;
+    /* a language model's stage on T > 1 ranks: its blocks' partial sums (layer.h) */
+    struct layer_tp tp;
+    struct tensor sum; /* every member's part of one */
+    int sum_rc;        /* the first error of one */
 };
 
 static int n_local(const struct trainer *t) { return t->l1 - t->l0; }
+/* A language model's stage on T > 1 ranks: activations whole on every
+ * member, blocks split by heads and MLP (layer.h), the rest computed alike
+ * on each. */
+static bool lm_split(const struct trainer *t) { return t->T > 1 && t->spec->lm_on; }
+static int parts(const struct trainer *t) { return lm_split(t) ? t->T : 1; }
 static int64_t dim(const struct trainer *t, int j) { return t->tp->dims[t->l0 + j]; }
+
+/* lm_tp's sum (lm.h): the members' n elements of buf, gathered and added
+ * in member order, so that every member holds the same bits.  An error is
+ * kept for the caller (pipe_bufs.sum_rc) and skips the later sums. */
+static void members_sum(void *ctx, void *buf, int64_t n)
+{
+    struct trainer *t = ctx;
+    struct pipe_bufs *p = t->bufs;
+    int rc = 0, T = t->T;
+    MPI_Request req = MPI_REQUEST_NULL;
+    if (p->sum_rc) return;
+    if (n > INT_MAX / T)
+        CAIRN_FAIL(CAIRN_ERUNTIME, "a partial sum of %lld elements on %d ranks is too large for one MPI call",
+                   (long long)n, T);
+    struct shape s = {.ndim = 1, .d = {n * T}};
+    if (tensor_numel(&p->sum) < s.d[0]) CAIRN_CHECK(tensor_resize(&p->sum, t->dt, &s));
+    CAIRN_CHECK_MPI(MPI_Iallgather(buf, (int)n, coll_type(t->dt), p->sum.data, (int)n, coll_type(t->dt),
+                                   t->members, &req));
+    CAIRN_CHECK(coll_wait(1, &req));
+    if (t->dt == DT_F64) {
+        double *v = buf, *g = p->sum.data;
+        for (int64_t e = 0; e < n; e++) v[e] = g[e];
+        for (int j = 1; j < T; j++)
+            for (int64_t e = 0; e < n; e++) v[e] += g[j * n + e];
+    } else {
+        float *v = buf, *g = p->sum.data;
+        for (int64_t e = 0; e < n; e++) v[e] = g[e];
+        for (int j = 1; j < T; j++)
+            for (int64_t e = 0; e < n; e++) v[e] += g[j * n + e];
+    }
+cleanup:
+    p->sum_rc = rc;
+}
 
 int pipe_create(struct trainer *t)
 {
@@ -107,6 +153,7 @@ int pipe_create(struct trainer *t)
         g->v = calloc((size_t)(GSUM_MAX * g->np), sizeof *g->v);
         CAIRN_CHECK_ALLOC(g->v);
     }
+    p->tp = (struct layer_tp){.T = t->T, .member = t->member, .sum = {.sum = members_sum, .ctx = t}};
 cleanup:
     return rc;
 }
@@ -134,6 +181,7 @@ void pipe_destroy(struct trainer *t)
     for (int j = 0; p->tape && j <= n_local(t); j++) tensor_free(&p->tape[j]);
     free(p->tape);
     tensor_free(&p->work);
+    tensor_free(&p->sum);
     for (int j = 0; p->gs && j < n_local(t); j++) {
         for (int k = 0; p->gs[j].v && k < GSUM_MAX * p->gs[j].np; k++) tensor_free(&p->gs[j].v[k]);
         free(p->gs[j].v);
@@ -202,6 +250,14 @@ static int scatter(struct trainer *t, int64_t n, int64_t d, struct tensor *whole
                    struct tensor *part)
 {
     int rc = 0;
+    if (lm_split(t)) { /* whole on every member */
+        MPI_Request req = MPI_REQUEST_NULL;
+        if (n * d > INT_MAX) CAIRN_FAIL(CAIRN_ERUNTIME, "%lld x %lld activations are too many for one MPI call",
+                                        (long long)n, (long long)d);
+        if (!talks(t)) CAIRN_CHECK(shape2(whole, t->dt, n, d));
+        CAIRN_CHECK_MPI(MPI_Ibcast(whole->data, (int)(n * d), coll_type(t->dt), 0, t->members, &req));
+        return coll_wait(1, &req);
+    }
     if (!grid_split(t)) return 0;
     CAIRN_CHECK(shape2(part, t->dt, n, grid_cols(t, d)));
     CAIRN_CHECK(grid_scatter(t, n, d, talks(t) ? whole->data : NULL, part->data));
@@ -228,9 +284,10 @@ static struct tensor *params(struct trainer *t, int j) { return &t->w[param_firs
 
 static bool dense(const struct trainer *t, int j) { return t->spec->layers[t->l0 + j].kind == LAYER_DENSE; }
 /* Does layer j keep a tape (so a recomputation must run it too)? */
-static bool taped(const struct trainer *t, int j) { return layer_tape_numel(t->spec, t->l0 + j, 1) > 0; }
+static bool taped(const struct trainer *t, int j) { return layer_tape_numel(t->spec, t->l0 + j, 1, 1) > 0; }
 
 static const struct layer_key *key_of(const struct mb *b) { return b->train ? &b->key : NULL; }
+static const struct layer_tp *tp_of(const struct trainer *t) { return lm_split(t) ? &t->bufs->tp : NULL; }
 
 static int layer_fwd(struct trainer *t, int j, const struct mb *b, const void *x, void *y, void *tape)
 {
@@ -238,8 +295,8 @@ static int layer_fwd(struct trainer *t, int j, const struct mb *b, const void *x
     struct tensor *w = params(t, j);
     if (grid_split(t)) /* dense layers only (config_train.c) */
         return grid_forward(t, b->n, dim(t, j), dim(t, j + 1), x, w[0].data, w[1].data, a, y);
-    layer_forward(t->spec, t->l0 + j, b->n, x, w, y, tape, key_of(b));
-    return 0;
+    layer_forward(t->spec, t->l0 + j, b->n, x, w, y, tape, key_of(b), tp_of(t));
+    return t->bufs->sum_rc;
 }
 
 /* One micro-batch's gradients of layer j, into g (its parameters', overwritten). */
@@ -359,7 +416,7 @@ static struct tensor *inner(struct trainer *t, int i, int j, bool kept)
 static int tape_of(struct trainer *t, int i, int j, bool kept, struct tensor **tape)
 {
     struct tensor *x = kept ? &t->bufs->mb[i].tape[j] : &t->bufs->tape[j];
-    struct shape s = {.ndim = 1, .d = {layer_tape_numel(t->spec, t->l0 + j, t->bufs->mb[i].n)}};
+    struct shape s = {.ndim = 1, .d = {layer_tape_numel(t->spec, t->l0 + j, t->bufs->mb[i].n, parts(t))}};
     *tape = x;
     if (x->dtype == t->dt && shape_eq(&x->shape, &s)) return 0;
     return tensor_resize(x, t->dt, &s);
@@ -368,7 +425,7 @@ static int tape_of(struct trainer *t, int i, int j, bool kept, struct tensor **t
 /* The backward's scratch for layer j and n samples. */
 static int work(struct trainer *t, int j, int64_t n)
 {
-    struct shape s = {.ndim = 1, .d = {layer_scratch_numel(t->spec, t->l0 + j, n)}};
+    struct shape s = {.ndim = 1, .d = {layer_scratch_numel(t->spec, t->l0 + j, n, parts(t))}};
     if (s.d[0] <= tensor_numel(&t->bufs->work)) return 0;
     return tensor_resize(&t->bufs->work, t->dt, &s);
 }
@@ -505,7 +562,8 @@ static int do_backward(struct trainer *t, struct batch *bt, int i, bool last_of_
             CAIRN_CHECK(tape_of(t, i, j, kept, &tape));
             CAIRN_CHECK(work(t, j, n));
             layer_backward(t->spec, l, n, x->data, y->data, params(t, j), tape->data, g->data, gw,
-                           dx ? dx->data : NULL, p->work.data, key_of(b));
+                           dx ? dx->data : NULL, p->work.data, key_of(b), tp_of(t));
+            CAIRN_CHECK(p->sum_rc);
         }
         CAIRN_CHECK(tree_fold(t, j));
         /* the reduction and the shards' update of this layer go on while

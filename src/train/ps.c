@@ -3,8 +3,9 @@
  * Parameter k is model.h's: a matrix ([inputs, units], W) or a vector
  * ([units], b) of one layer.  PS shard p holds rows [p*B, (p+1)*B) of each, with
  * B = ceil(rows / P) (block_range), plus its optimizer state.  A stage on
- * T ranks (grid.c) holds each W and b block-cyclically by units: each
- * member sends and receives only its own units of each shard's rows.
+ * T ranks holds each parameter split as model_param_split says: each
+ * member receives only its own part of each shard's rows, and sends its
+ * part of the gradient (of a parameter the members hold whole, member 0).
  *
  * A step, streamed so that the shards' work overlaps the stages':
  *  - as soon as the step's last micro-batch has a layer's gradients (the
@@ -74,35 +75,51 @@ int stage_rank(const struct trainer *t, int replica, int stage, int member)
     return t->rt->plan->groups[t->tp->stage_group[stage]].first + replica * T + member;
 }
 
-/* Member j's part of rows [lo, hi) of parameter k, in its local tensor: a
- * W's rows with the units (columns) of its blocks, [hi - lo, out_j]; the b
- * entries (units) of its blocks.  Contiguous there: *off and the return
- * value count elements. */
+/* Member j's part of rows [lo, hi) of parameter k, in its local tensor
+ * (model_param_split): the columns of its blocks of each row, [hi - lo,
+ * cols_j], or of a vector its entries there; its rows among them, whole;
+ * or all of them.  Contiguous there: *off and the return value count
+ * elements. */
 static int64_t member_span(const struct trainer *t, int k, int j, int64_t lo, int64_t hi,
                            int64_t *off)
 {
-    int64_t nb = t->tp->block, T = t->tp->ranks_per_stage;
-    if (is_vector(t, k)) {
-        *off = cyclic_owned(lo, nb, T, j);
-        return cyclic_owned(hi, nb, T, j) - *off;
+    int64_t nb, T = t->tp->ranks_per_stage, cols = param_cols(t, k);
+    enum model_split s = model_param_split(t->spec, k, t->tp->ranks_per_stage, &nb);
+    if (s == MODEL_SPLIT_WHOLE) {
+        *off = lo * cols;
+        return (hi - lo) * cols;
     }
-    int64_t cj = cyclic_owned(param_cols(t, k), nb, T, j);
+    if (s == MODEL_SPLIT_ROWS || is_vector(t, k)) { /* the owned rows among lo .. hi-1, consecutive */
+        *off = cyclic_owned(lo, nb, T, j) * cols;
+        return cyclic_owned(hi, nb, T, j) * cols - *off;
+    }
+    int64_t cj = cyclic_owned(cols, nb, T, j);
     *off = lo * cj;
     return (hi - lo) * cj;
 }
 
-/* Member j's blocks among elements [from, from + n) of a block-cyclic
- * dimension, as an indexed datatype whose offsets count from element from. */
-static int blocks_type(const struct trainer *t, int64_t n, int j, int64_t from, MPI_Datatype *type)
+/* Whether member j sends parameter k's gradients: all of them, but of a
+ * whole parameter (its members compute the same bits) member 0 only. */
+static bool member_sends(const struct trainer *t, int k, int j)
+{
+    int64_t nb;
+    return j == 0 || model_param_split(t->spec, k, t->tp->ranks_per_stage, &nb) != MODEL_SPLIT_WHOLE;
+}
+
+/* Member j's blocks (of nb) among items [from, from + n) of a block-cyclic
+ * dimension, as an indexed datatype of items of `unit` elements whose
+ * offsets count from item from. */
+static int blocks_type(const struct trainer *t, int64_t nb, int64_t n, int j, int64_t from, int64_t unit,
+                       MPI_Datatype *type)
 {
     int rc = 0, k = 0, *len = NULL, *at = NULL;
-    int64_t nb = t->tp->block, T = t->tp->ranks_per_stage, runs = (n + from) / nb + 2;
+    int64_t T = t->tp->ranks_per_stage, runs = (n + from) / nb + 2;
     len = malloc((size_t)runs * sizeof *len);
     at = malloc((size_t)runs * sizeof *at);
     CAIRN_CHECK_ALLOC(len && at ? len : NULL);
     for (int64_t b0 = from / nb * nb; b0 < from + n; b0 += nb) {
         int64_t a = b0 > from ? b0 : from, z = b0 + nb < from + n ? b0 + nb : from + n;
-        if ((b0 / nb) % T == j) len[k] = (int)(z - a), at[k++] = (int)(a - from);
+        if ((b0 / nb) % T == j) len[k] = (int)((z - a) * unit), at[k++] = (int)((a - from) * unit);
     }
     CAIRN_CHECK_MPI(MPI_Type_indexed(k, len, at, coll_type(t->dt), type));
 cleanup:
@@ -112,23 +129,24 @@ cleanup:
 }
 
 /* Shard side: member j's part of my rows [lo, hi) of parameter k, as a
- * datatype over them: b's entries of its blocks; of each W row, the
- * columns of its blocks.  *type is MPI_DATATYPE_NULL if it holds none; the
+ * datatype over them: a vector's entries of its blocks; of each matrix
+ * row, the columns of its blocks (COLS); its rows (ROWS); all (WHOLE).  *type is MPI_DATATYPE_NULL if it holds none; the
  * caller frees it once the transfer is posted. */
 static int member_type(const struct trainer *t, int k, int j, int64_t lo, int64_t hi,
                        MPI_Datatype *type)
 {
     int rc = 0;
-    int64_t off, cols = param_cols(t, k);
+    int64_t off, nb, cols = param_cols(t, k);
+    enum model_split split = model_param_split(t->spec, k, t->tp->ranks_per_stage, &nb);
     MPI_Datatype one_row = MPI_DATATYPE_NULL, row = MPI_DATATYPE_NULL;
     *type = MPI_DATATYPE_NULL;
     if (member_span(t, k, j, lo, hi, &off) == 0) return 0;
-    if (t->tp->ranks_per_stage == 1) {
+    if (split == MODEL_SPLIT_WHOLE) {
         CAIRN_CHECK_MPI(MPI_Type_contiguous((int)((hi - lo) * cols), coll_type(t->dt), type));
-    } else if (is_vector(t, k)) {
-        CAIRN_CHECK(blocks_type(t, hi - lo, j, lo, type));
+    } else if (split == MODEL_SPLIT_ROWS || is_vector(t, k)) {
+        CAIRN_CHECK(blocks_type(t, nb, hi - lo, j, lo, cols, type));
     } else {
-        CAIRN_CHECK(blocks_type(t, cols, j, 0, &one_row));
+        CAIRN_CHECK(blocks_type(t, nb, cols, j, 0, 1, &one_row));
         CAIRN_CHECK_MPI(MPI_Type_create_resized(one_row, 0, (MPI_Aint)(cols * (int64_t)t->esz), &row));
         CAIRN_CHECK_MPI(MPI_Type_contiguous((int)(hi - lo), row, type));
     }
@@ -266,6 +284,7 @@ static int send_to_shards(struct trainer *t, int k)
 {
     int rc = 0;
     struct tensor *g = &t->dw[k];
+    if (!member_sends(t, k, t->member)) return 0;
     for (int p = 0; p < t->tp->shards; p++) {
         int64_t lo, hi, off, count;
         param_block(t, k, p, &lo, &hi);
@@ -411,7 +430,7 @@ static int post_grads(struct trainer *t, MPI_Request *req, int *left)
         for (int j = 0; j < T; j++) {
             MPI_Request *q = &req[k * T + j];
             *q = MPI_REQUEST_NULL;
-            if (hi == lo) continue;
+            if (hi == lo || !member_sends(t, k, j)) continue;
             CAIRN_CHECK(member_type(t, k, j, lo, hi, &type));
             if (type == MPI_DATATYPE_NULL) continue;
             CAIRN_CHECK_MPI(MPI_Irecv(g->data, 1, type, stage_rank(t, root_of(t, k), stage_of_layer(t, layer_of(t, k)), j),

@@ -277,10 +277,11 @@ static int alloc_params(struct trainer *t)
     t->w = calloc((size_t)K + 1, sizeof *t->w);
     t->dw = calloc((size_t)K + 1, sizeof *t->dw);
     CAIRN_CHECK_ALLOC(t->w && t->dw ? t->w : NULL);
-    for (int k = param_first(t, t->l0); k < param_first(t, t->l1); k++) { /* this member's units (grid.c) */
-        int64_t cols = grid_cols(t, param_cols(t, k));
-        struct shape s = {.ndim = 2, .d = {param_rows(t, k), cols}};
-        if (model_param_ndim(t->spec, k) == 1) s = (struct shape){.ndim = 1, .d = {grid_cols(t, param_rows(t, k))}};
+    for (int k = param_first(t, t->l0); k < param_first(t, t->l1); k++) { /* this member's part (model.h) */
+        int64_t rows, cols;
+        model_param_local(t->spec, k, t->T, t->member, &rows, &cols);
+        struct shape s = {.ndim = 2, .d = {rows, cols}};
+        if (model_param_ndim(t->spec, k) == 1) s = (struct shape){.ndim = 1, .d = {rows}};
         CAIRN_CHECK(tensor_resize(&t->w[k], t->dt, &s));
         CAIRN_CHECK(tensor_resize(&t->dw[k], t->dt, &s));
     }

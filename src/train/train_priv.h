@@ -145,7 +145,7 @@ int pipe_grads_close(struct trainer *t, int l);
 int pipe_eval(struct trainer *t, struct batch *b, double *loss, int64_t *correct, double *score);
 
 /* ---- a stage on T ranks (grid.c; with T = 1 no grid is made) ---- */
-bool grid_split(const struct trainer *t); /* T > 1 */
+bool grid_split(const struct trainer *t); /* T > 1, dense layers (a language model: pipeline.c) */
 /* This member's share of d columns (features, or a W's units): all with T = 1. */
 int64_t grid_cols(const struct trainer *t, int64_t d);
 int grid_create(struct trainer *t); /* collective on the members */

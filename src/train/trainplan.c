@@ -163,19 +163,21 @@ static void fit(const struct plan *p, const struct train_spec *t, int *R, int *P
  * input and output and their gradients (pipeline.c keeps them all); and an
  * evaluation batch's tapes and outputs, all at once.  (A dense model's
  * activations are not counted: they are small beside its weights.) */
-static double stage_activations(const struct train_spec *t, int l0, int l1, int R)
+static double stage_activations(const struct train_spec *t, int l0, int l1, int R, int64_t T)
 {
     int64_t m = (t->batch + t->chunks - 1) / t->chunks, mbs = t->chunks / R, E = t->eval_batch;
     double per = 0, scratch = 0, eval = 0;
     bool taped = false;
     for (int l = l0; l < l1; l++) {
-        double tape = (double)layer_tape_numel(t, l, m), w = (double)layer_scratch_numel(t, l, m);
+        double tape = (double)layer_tape_numel(t, l, m, (int)T), w = (double)layer_scratch_numel(t, l, m, (int)T);
         taped |= tape > 0;
         per += tape + (double)(m * t->layers[l].units);
-        eval += (double)layer_tape_numel(t, l, E) + (double)(E * t->layers[l].units);
+        eval += (double)layer_tape_numel(t, l, E, (int)T) + (double)(E * t->layers[l].units);
         if (w > scratch) scratch = w;
     }
     if (!taped) return 0;
+    if (T > 1) /* the partial sums of a block's members, gathered */
+        scratch += (double)T * (double)(m > E ? m : E) * (double)(t->lm.ctx * t->lm.d);
     int64_t in = l0 ? t->layers[l0 - 1].units : t->width0, out = t->layers[l1 - 1].units;
     double kept = t->recompute == RECOMPUTE_NEVER ? (double)mbs : t->recompute == RECOMPUTE_EXCEPT_LAST ? 1 : 0;
     double edges = (double)mbs * (double)m * 2.0 * (double)(in + out);
@@ -195,11 +197,11 @@ static double stage_bytes(const struct train_spec *t, int s, int64_t T, int R)
     for (int i = 0; i < s; i++) l0 += (int)t->balance[i];
     double n = 0;
     for (int k = t->param0[l0]; k < t->param0[l0 + t->balance[s]]; k++) {
-        bool vec = model_param_ndim(t, k) == 1;
-        int64_t rows = model_param_rows(t, k), mine = cyclic_owned(vec ? rows : model_param_cols(t, k), t->block, T, 0);
-        n += copies * (double)(vec ? mine : rows * mine);
+        int64_t rows, cols; /* member 0's part, the largest */
+        model_param_local(t, k, T, 0, &rows, &cols);
+        n += copies * (double)(rows * cols);
     }
-    return (n + stage_activations(t, l0, l0 + (int)t->balance[s], R)) * (double)dtype_size(t->dtype);
+    return (n + stage_activations(t, l0, l0 + (int)t->balance[s], R, T)) * (double)dtype_size(t->dtype);
 }
 
 /* Bytes the first (largest) PS shard holds: its rows of every parameter,
@@ -234,9 +236,10 @@ static int check_memory(const struct train_spec *t, int R, int P, bool copy, str
         double need = stage_bytes(t, s, t->ranks_per_stage, R);
         if (need <= cap) continue;
         int64_t T = t->ranks_per_stage;
-        while (!t->lm_on && T < 1024 && stage_bytes(t, s, T, R) > cap) T++; /* an LM's stages: T = 1 */
+        /* an LM's T must divide its heads and MLP (config_train.c) */
+        while (T < 1024 && ((t->lm_on && (t->lm.heads % T || t->lm.mlp % T)) || stage_bytes(t, s, T, R) > cap)) T++;
         char hint[96] = ": no stage size fits it";
-        if (stage_bytes(t, s, T, R) <= cap)
+        if ((!t->lm_on || (t->lm.heads % T == 0 && t->lm.mlp % T == 0)) && stage_bytes(t, s, T, R) <= cap)
             snprintf(hint, sizeof hint, ": it fits with pipeline.ranks_per_stage = %lld", (long long)T);
         diags_add(d, t->memory_file, t->memory_line,
                   "pipeline stage %d needs %.1f MiB per rank for its parameters and gradients (with the "
@@ -325,7 +328,10 @@ int trainplan_groups(const struct plan *p, const void *spec, struct group **gen,
         g[s] = (struct group){.name = arena_printf(p->arena, "stage%d", s),
                               .nranks = R * T, .file = t->stages_file,
                               .line = t->stages_line};
-        if (T > 1)
+        if (T > 1 && t->lm_on)
+            g[s].note = arena_printf(p->arena, "%d ranks per replica, each with 1/%d of every block's heads "
+                                               "and MLP", T, T);
+        else if (T > 1)
             g[s].note = arena_printf(p->arena, "%d rank%s per replica on a %d x 1 BLACS grid, "
                                                "blocks of %lld", T, T == 1 ? "" : "s", T,
                                      (long long)t->block);
