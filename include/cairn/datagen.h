@@ -37,9 +37,12 @@ int datagen_synth(MPI_Comm comm, const char *file, const struct datagen_spec *g)
 /* A language model's data from text files (concatenated, one token per
  * byte: vocabulary 256): features [N, ctx] i32, windows of ctx tokens one
  * after the other, and labels [N, ctx], each window's next tokens.  The
- * last window ends before the last byte; *windows receives N.  Not
- * collective.  Errors: CAIRN_EIO (a file), CAIRN_EINPUT (too little or too
- * much text), CAIRN_EHDF5, CAIRN_ENOMEM. */
-int datagen_text(const char *out, const char *const *files, int n_files, int64_t ctx, int64_t *windows);
+ * last window ends before the last byte; *windows receives N.  Collective
+ * on comm: each rank reads and writes a block of the windows (parallel
+ * HDF5), and the file is the same for any number of ranks; it appears
+ * whole or not at all.  Errors: CAIRN_EINPUT (a file missing or not
+ * regular, too little text), CAIRN_EIO, CAIRN_EHDF5, CAIRN_ENOMEM. */
+int datagen_text(MPI_Comm comm, const char *out, const char *const *files, int n_files, int64_t ctx,
+                 int64_t *windows);
 
 #endif

@@ -114,7 +114,8 @@ static const char usage_data[] =
     "          against contiguous blocks of ids\n"
     "  text    a language model's data (model.lm, vocab = 256): the TEXT files'\n"
     "          bytes, concatenated, cut into windows of C tokens, features [N, C]\n"
-    "          (i32), and labels [N, C], each window's next tokens\n";
+    "          (i32), and labels [N, C], each window's next tokens; under mpirun\n"
+    "          each rank reads and writes its block of the windows\n";
 
 static const char usage_ckpt[] =
     "usage: cairn ckpt ls DIR\n"
@@ -780,10 +781,16 @@ static int data_text(int argc, char **argv)
     if (!out || ctx < 1 || optind >= argc)
         return cli_usage_error(usage_data, "%s", "text needs --out, --context and at least one FILE");
     int64_t n = 0;
-    int rc = datagen_text(out, (const char *const *)argv + optind, argc - optind, ctx, &n);
-    if (rc) fprintf(stderr, "cairn: data text: %s\n", cairn_errmsg());
-    else printf("%s: %lld windows of %ld byte tokens (features) and their next tokens (labels)\n", out,
-                (long long)n, ctx);
+    int me = 0, threads = 0;
+    if (slurm_launch_check()) return CAIRN_EXIT_INPUT;
+    cli_mpi_init(&argc, &argv, &threads);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    int rc = datagen_text(MPI_COMM_WORLD, out, (const char *const *)argv + optind, argc - optind, ctx, &n);
+    if (rc && me == 0) fprintf(stderr, "cairn: data text: %s\n", cairn_errmsg());
+    if (rc == 0 && me == 0)
+        printf("%s: %lld windows of %ld byte tokens (features) and their next tokens (labels)\n", out,
+               (long long)n, ctx);
+    MPI_Finalize();
     return cairn_exit_code(rc);
 }
 

@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 
 int datagen_range(const char *file, const char *dataset, int64_t start, int64_t count)
 {
@@ -38,55 +41,110 @@ cleanup:
     return rc;
 }
 
-int datagen_text(const char *out, const char *const *files, int n_files, int64_t ctx, int64_t *windows)
+static int write_rows(hid_t f, const char *name, enum dtype t, const struct shape *s, int64_t lo,
+                      int64_t n, const void *data);
+
+/* Each text file's size: a regular file (a FIFO or device is refused,
+ * never waited on), read by every rank alike. */
+static int text_sizes(const char *const *files, int n, int64_t *size)
 {
-    int rc = 0;
-    hid_t f = H5I_INVALID_HID;
-    struct fsx_out o = {.dir = -1, .fd = -1};
-    char *all = NULL, *one = NULL;
-    size_t len = 0, n = 0;
-    int32_t *x = NULL, *y = NULL;
-    for (int i = 0; i < n_files; i++) {
-        if (fsx_read_all(files[i], &one, &n)) { /* the user's input: exit 2 */
-            char msg[512];
-            snprintf(msg, sizeof msg, "%s", cairn_errmsg());
-            CAIRN_FAIL(CAIRN_EINPUT, "%s", msg);
+    for (int i = 0; i < n; i++) {
+        struct stat st;
+        int fd = open(files[i], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) return cairn_err_errno(CAIRN_EINPUT, __FILE__, __LINE__, "cannot open %s", files[i]);
+        int bad = fstat(fd, &st) != 0 || !S_ISREG(st.st_mode);
+        close(fd);
+        if (bad) return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "cannot read %s: not a regular file", files[i]);
+        size[i] = (int64_t)st.st_size;
+    }
+    return 0;
+}
+
+/* Bytes [from, to) of the files' concatenation into buf. */
+static int text_read(const char *const *files, int n, const int64_t *size, int64_t from, int64_t to,
+                     unsigned char *buf)
+{
+    int rc = 0, fd = -1;
+    for (int64_t i = 0, at = 0; i < n && at < to; at += size[i++]) {
+        int64_t lo = from > at ? from : at, hi = to < at + size[i] ? to : at + size[i];
+        if (lo >= hi) continue;
+        fd = open(files[i], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        CAIRN_CHECK_ERRNO(fd >= 0, CAIRN_EINPUT, "cannot open %s", files[i]);
+        for (int64_t got = 0; got < hi - lo;) {
+            ssize_t r = pread(fd, buf + (lo - from) + got, (size_t)(hi - lo - got), (off_t)(lo - at + got));
+            if (r < 0 && errno == EINTR) continue;
+            CAIRN_CHECK_ERRNO(r >= 0, CAIRN_EIO, "cannot read %s", files[i]);
+            if (r == 0) CAIRN_FAIL(CAIRN_EINPUT, "%s: shorter than when it was measured (changed while read?)", files[i]);
+            got += r;
         }
-        if (len + n > (size_t)INT32_MAX)
-            CAIRN_FAIL(CAIRN_EINPUT, "the text files hold more than %d bytes", INT32_MAX);
-        char *grown = realloc(all, len + n + 1);
-        CAIRN_CHECK_ALLOC(grown);
-        all = grown;
-        memcpy(all + len, one, n);
-        len += n;
-        free(one);
-        one = NULL;
+        close(fd);
+        fd = -1;
     }
-    int64_t N = len > 0 ? (int64_t)(len - 1) / ctx : 0; /* a window needs its next tokens too */
-    if (N < 1)
-        CAIRN_FAIL(CAIRN_EINPUT, "%zu bytes of text make no window of %lld tokens and their next", len,
-                   (long long)ctx);
-    x = malloc((size_t)(N * ctx) * sizeof *x);
-    y = malloc((size_t)(N * ctx) * sizeof *y);
-    CAIRN_CHECK_ALLOC(x && y ? x : NULL);
-    for (int64_t i = 0; i < N * ctx; i++) {
-        x[i] = (unsigned char)all[i];
-        y[i] = (unsigned char)all[i + 1];
+cleanup:
+    if (fd >= 0) close(fd);
+    return rc;
+}
+
+int datagen_text(MPI_Comm comm, const char *out, const char *const *files, int n_files, int64_t ctx,
+                 int64_t *windows)
+{
+    int rc = 0, me = 0, size = 1;
+    hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID;
+    struct fsx_out o = {.dir = -1, .fd = -1};
+    int64_t *sizes = malloc((size_t)n_files * sizeof *sizes), len = 0, N = 0, lo = 0, hi = 0;
+    unsigned char *bytes = NULL;
+    int32_t *x = NULL, *y = NULL;
+    bool deferring = false;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &size);
+    rc = sizes ? text_sizes(files, n_files, sizes) : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    for (int i = 0; rc == 0 && i < n_files; i++) len += sizes[i];
+    N = len > 0 ? (len - 1) / ctx : 0; /* a window needs its next tokens too */
+    if (rc == 0 && N < 1)
+        rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "%lld bytes of text make no window of %lld tokens and "
+                           "their next", (long long)len, (long long)ctx);
+    if (rc == 0 && N > INT64_MAX / ctx / (int64_t)sizeof *x)
+        rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "%lld bytes of text are too many", (long long)len);
+    /* this rank's windows [lo, hi): bytes lo ctx .. hi ctx, the last one's next token too */
+    block_range(N, size, me, &lo, &hi);
+    if (rc == 0) {
+        int64_t n = hi - lo;
+        bytes = malloc((size_t)(n * ctx + 1));
+        x = malloc((size_t)(n * ctx + 1) * sizeof *x);
+        y = malloc((size_t)(n * ctx + 1) * sizeof *y);
+        rc = bytes && x && y ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+        if (rc == 0 && n > 0) rc = text_read(files, n_files, sizes, lo * ctx, hi * ctx + 1, bytes);
+        for (int64_t i = 0; rc == 0 && i < n * ctx; i++) {
+            x[i] = bytes[i];
+            y[i] = bytes[i + 1];
+        }
     }
+    CAIRN_CHECK(coll_agree(comm, rc));
     h5_quiet();
-    struct tensor tx = {.dtype = DT_I32, .shape = {2, {N, ctx}}, .data = x};
-    struct tensor ty = {.dtype = DT_I32, .shape = {2, {N, ctx}}, .data = y};
-    CAIRN_CHECK(fsx_out_begin(&o, out, 0));
-    CAIRN_CHECK(h5_create_file(o.tmp, H5P_DEFAULT, &f));
-    CAIRN_CHECK(h5_put_tensor(f, "features", &tx));
-    CAIRN_CHECK(h5_put_tensor(f, "labels", &ty));
+    fapl = H5Pcreate(H5P_FILE_ACCESS);
+    CAIRN_CHECK_H5(fapl);
+    CAIRN_CHECK_H5(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL));
+    CAIRN_CHECK(coll_out_begin(comm, out, 0, &o)); /* OUT whole or as it was */
+    h5_mpio_before_open(comm, o.tmp);
+    iodefer_begin(o.tmp); /* a write failing on some ranks only must not split them */
+    deferring = true;
+    CAIRN_CHECK(h5_create_file(o.tmp, fapl, &f));
+    struct shape ws = {2, {N, ctx}};
+    CAIRN_CHECK(write_rows(f, "features", DT_I32, &ws, lo, hi - lo, x));
+    CAIRN_CHECK(write_rows(f, "labels", DT_I32, &ws, lo, hi - lo, y));
     *windows = N;
 cleanup:
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
-    rc = rc ? rc : fsx_out_commit(&o);
-    fsx_out_abort(&o);
-    free(all);
-    free(one);
+    if (deferring) {
+        int d = iodefer_end();
+        if (d) rc = d;
+    }
+    rc = coll_agree(comm, rc);
+    if (rc == 0) rc = coll_agree(comm, me == 0 ? fsx_out_commit(&o) : 0);
+    fsx_out_abort(&o); /* written in part: never a damaged data file */
+    if (fapl >= 0) H5Pclose(fapl);
+    free(sizes);
+    free(bytes);
     free(x);
     free(y);
     return rc;

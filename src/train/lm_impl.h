@@ -125,6 +125,16 @@ static void F(affine)(int64_t R, int64_t in, int64_t cols, const REAL *x, const 
     F(gemm)(false, false, R, cols, in, 1, x, in, W, cols, 1, y, cols);
 }
 
+/* The backward of y = x W + b, x [R, in], W [in, out]: db and dW (set,
+ * or added to) and dx = dy W^T [R, in]. */
+static void F(affine_back)(int64_t R, int64_t in, int64_t out, const REAL *x, const REAL *W, const REAL *dy,
+                           REAL *db, REAL *dW, bool accumulate, REAL *dx)
+{
+    F(colsum)(R, out, dy, db, accumulate);
+    F(gemm)(true, false, in, out, R, 1, x, in, dy, out, accumulate ? 1 : 0, dW, out);
+    F(gemm)(false, true, R, in, out, 1, dy, out, W, out, 0, dx, in);
+}
+
 /* Dropout's factors for (this rank's) head h of one sequence's probabilities, [ctx, ctx]
  * (0 or 1 / (1 - p) on and below the diagonal, 0 above); key: the
  * sample's. */
@@ -244,7 +254,6 @@ static void F(block_backward)(const struct lm_shape *s, int64_t n, const REAL *c
                               const struct lm_drop *k, const struct lm_tp *tp)
 {
     int64_t R = n * s->ctx, d = s->d, m = s->mlp, c = s->ctx, dq = F(att_width)(s);
-    REAL beta = accumulate ? 1 : 0;
     struct F(tape) t = F(tape_parts)(s, n, (REAL *)tape);
     REAL *du = scratch, *dxn = du + R * m, *dh = dxn + R * d, *da = dh + R * d, *dqkv = da + R * dq,
          *dP = dqkv + R * 3 * dq, *dk = NULL, *M = NULL, *Pd = NULL;
@@ -255,13 +264,9 @@ static void F(block_backward)(const struct lm_shape *s, int64_t n, const REAL *c
         F(drop)(s->drop, k, LM_DROP_MLP, n, c * d, dy, dk);
         dyo = dk;
     }
-    F(colsum)(R, d, dyo, dp[LM_OUT_B], accumulate);
-    F(gemm)(true, false, m, d, R, 1, t.gl, m, dyo, d, beta, dp[LM_OUT_W], d);
-    F(gemm)(false, true, R, m, d, 1, dyo, d, p[LM_OUT_W], d, 0, du, m);
+    F(affine_back)(R, m, d, t.gl, p[LM_OUT_W], dyo, dp[LM_OUT_B], dp[LM_OUT_W], accumulate, du);
     VM(dgelu)(R * m, t.u, t.gl, du);
-    F(colsum)(R, m, du, dp[LM_FC_B], accumulate);
-    F(gemm)(true, false, d, m, R, 1, t.xn2, d, du, m, beta, dp[LM_FC_W], m);
-    F(gemm)(false, true, R, d, m, 1, du, m, p[LM_FC_W], m, 0, dxn, d);
+    F(affine_back)(R, d, m, t.xn2, p[LM_FC_W], du, dp[LM_FC_B], dp[LM_FC_W], accumulate, dxn);
     if (tp) tp->sum(tp->ctx, dxn, R * d);
     /* the residual, then LN2 */
     memcpy(dh, dy, (size_t)(R * d) * sizeof(REAL));
@@ -272,15 +277,11 @@ static void F(block_backward)(const struct lm_shape *s, int64_t n, const REAL *c
         F(drop)(s->drop, k, LM_DROP_PROJ, n, c * d, dh, dk);
         dho = dk;
     }
-    F(colsum)(R, d, dho, dp[LM_PROJ_B], accumulate);
-    F(gemm)(true, false, dq, d, R, 1, t.a, dq, dho, d, beta, dp[LM_PROJ_W], d);
-    F(gemm)(false, true, R, dq, d, 1, dho, d, p[LM_PROJ_W], d, 0, da, dq);
+    F(affine_back)(R, dq, d, t.a, p[LM_PROJ_W], dho, dp[LM_PROJ_B], dp[LM_PROJ_W], accumulate, da);
     for (int64_t i = 0; i < n; i++)
         F(attend_back)(s, t.qkv + i * c * 3 * dq, t.P + i * s->heads * c * c, da + i * c * dq, dP,
                        dqkv + i * c * 3 * dq, k, k ? drop_key(k, i) : 0, M, Pd);
-    F(colsum)(R, 3 * dq, dqkv, dp[LM_QKV_B], accumulate);
-    F(gemm)(true, false, d, 3 * dq, R, 1, t.xn1, d, dqkv, 3 * dq, beta, dp[LM_QKV_W], 3 * dq);
-    F(gemm)(false, true, R, d, 3 * dq, 1, dqkv, 3 * dq, p[LM_QKV_W], 3 * dq, 0, dxn, d);
+    F(affine_back)(R, d, 3 * dq, t.xn1, p[LM_QKV_W], dqkv, dp[LM_QKV_B], dp[LM_QKV_W], accumulate, dxn);
     if (tp) tp->sum(tp->ctx, dxn, R * d);
     /* the residual, then LN1 (its parameters' gradients even without dx) */
     if (dx) memcpy(dx, dh, (size_t)(R * d) * sizeof(REAL));
