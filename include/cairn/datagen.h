@@ -41,7 +41,8 @@ int datagen_synth(MPI_Comm comm, const char *file, const struct datagen_spec *g)
  * on comm: each rank reads and writes a block of the windows (parallel
  * HDF5), and the file is the same for any number of ranks; it appears
  * whole or not at all.  Errors: CAIRN_EINPUT (a file missing or not
- * regular, too little text), CAIRN_EIO, CAIRN_EHDF5, CAIRN_ENOMEM. */
+ * regular, too little or too much text), CAIRN_EIO (a read), CAIRN_EHDF5,
+ * CAIRN_ENOMEM. */
 int datagen_text(MPI_Comm comm, const char *out, const char *const *files, int n_files, int64_t ctx,
                  int64_t *windows);
 

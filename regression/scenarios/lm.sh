@@ -16,6 +16,17 @@ mpi text3 3 data text --out text3.h5 --context 16 "$CAIRN_ROOT/doc/cairn-job.5" 
 expect_rc data/text-3-ranks-exit text3 0
 same_h5 data/text-3-ranks-same text.h5 text3.h5
 expect_count data/text-3-ranks-one-line text3.out "windows of 16 byte tokens" 1
+# more ranks than windows (40 bytes: 2 windows of 16 and their next), and an
+# empty file between two others: the bytes as one serial run reads them
+printf '0123456789abcdefghij' >a.txt && : >empty.txt && printf 'klmnopqrstuvwxyzABCD' >b.txt
+mpi text-few 3 data text --out few3.h5 --context 16 a.txt empty.txt b.txt
+expect_rc data/text-few-windows-exit text-few 0
+py 'import h5py, sys
+f = h5py.File("few3.h5", "r"); x, y = f["features"][()], f["labels"][()]
+t = b"0123456789abcdefghijklmnopqrstuvwxyzABCD"
+want = [[t[i * 16 + j] for j in range(16)] for i in range(2)]
+sys.exit(0 if x.tolist() == want and y.tolist() == [[t[i * 16 + j + 1] for j in range(16)] for i in range(2)] else 1)' &&
+    pass data/text-few-windows-bytes || fail data/text-few-windows-bytes "few3.h5 does not hold the bytes in order"
 # the labels are the features shifted by one token, across windows too
 py 'import h5py, sys
 f = h5py.File("text.h5", "r"); x = f["features"][()].ravel(); y = f["labels"][()].ravel()

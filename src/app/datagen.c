@@ -97,8 +97,13 @@ int datagen_text(MPI_Comm comm, const char *out, const char *const *files, int n
     bool deferring = false;
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &size);
-    rc = sizes ? text_sizes(files, n_files, sizes) : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
-    for (int i = 0; rc == 0 && i < n_files; i++) len += sizes[i];
+    /* rank 0 measures, so that every rank cuts the same windows (a file
+     * still growing, or a shared file system's stale sizes elsewhere) */
+    rc = sizes ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    if (rc == 0 && me == 0) rc = text_sizes(files, n_files, sizes);
+    CAIRN_CHECK(coll_agree(comm, rc));
+    CAIRN_CHECK_MPI(MPI_Bcast(sizes, n_files, MPI_INT64_T, 0, comm));
+    for (int i = 0; i < n_files; i++) len += sizes[i];
     N = len > 0 ? (len - 1) / ctx : 0; /* a window needs its next tokens too */
     if (rc == 0 && N < 1)
         rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "%lld bytes of text make no window of %lld tokens and "
