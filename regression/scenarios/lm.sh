@@ -529,6 +529,7 @@ expect_grep bad/mixed-message mixed.err "mixed.cfg:2: model.inputs does not go w
 # activations count against model.rank_memory_mb: a context of 512 needs more
 run memory "$CAIRN" check lm.cfg --set model.rank_memory_mb=2 --set model.lm.context=512 --set pipeline.checkpoint='"never"'
 expect_rc bad/memory-exit memory 2
+expect_grep bad/memory-message memory.err "pipeline stage 0 needs [0-9.]+ MiB per rank for its parameters and gradients \(with the gradient tree's partial sums\) and activations"
 # ...and a stage that does not fit one rank is told the T that splits it enough
 run memory-T "$CAIRN" check lm.cfg --set model.rank_memory_mb=8 --set model.lm.heads=4 --set pipeline.checkpoint='"never"'
 expect_rc bad/memory-T-exit memory-T 2
@@ -536,7 +537,6 @@ expect_grep bad/memory-T-hint memory-T.err "over model.rank_memory_mb = 8: it fi
 run memory-T2 "$CAIRN" check lm.cfg --set model.rank_memory_mb=8 --set model.lm.heads=4 --set pipeline.checkpoint='"never"' \
     --set pipeline.ranks_per_stage=2
 expect_rc bad/memory-T-fits-exit memory-T2 0
-expect_grep bad/memory-message memory.err "pipeline stage 0 needs [0-9.]+ MiB per rank for its parameters and gradients \(with the gradient tree's partial sums\) and activations"
 run text-none "$CAIRN" data text --out none.h5 --context 16 /nonexistent/file
 expect_rc bad/text-missing-exit text-none 2
 [ ! -e none.h5 ] && pass bad/text-missing-no-output || fail bad/text-missing-no-output "none.h5 was written"

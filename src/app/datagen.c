@@ -41,8 +41,64 @@ cleanup:
     return rc;
 }
 
+/* Collective: one dataset, each rank writing rows [lo, lo + n). */
 static int write_rows(hid_t f, const char *name, enum dtype t, const struct shape *s, int64_t lo,
-                      int64_t n, const void *data);
+                      int64_t n, const void *data)
+{
+    int rc = 0;
+    hid_t d = h5_create_dataset(f, name, t, s, H5P_DEFAULT), x = H5Pcreate(H5P_DATASET_XFER);
+    CAIRN_CHECK_H5(d);
+    CAIRN_CHECK_H5(x);
+    CAIRN_CHECK_H5(H5Pset_dxpl_mpio(x, H5FD_MPIO_COLLECTIVE));
+    CAIRN_CHECK(h5_write_rows(d, t, lo, n, data, x));
+cleanup:
+    if (x >= 0) H5Pclose(x);
+    if (d >= 0 && H5Dclose(d) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Dclose");
+    return rc;
+}
+
+/* One dataset of a data file: rows [lo, lo + n) of shape s are this rank's. */
+struct rows_out {
+    const char *name;
+    enum dtype type;
+    struct shape s;
+    const void *data;
+};
+
+/* Collective on comm: FILE with the nd datasets, each rank writing its
+ * rows [lo, lo + n) of every one (parallel HDF5); FILE appears whole, or
+ * stays as it was.  rc: this rank's state so far, agreed first.  Returns
+ * the same on every rank. */
+static int write_file(MPI_Comm comm, const char *file, int rc, int64_t lo, int64_t n, const struct rows_out *d,
+                      int nd)
+{
+    int me = 0;
+    hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID;
+    struct fsx_out out = {.dir = -1, .fd = -1};
+    bool deferring = false;
+    MPI_Comm_rank(comm, &me);
+    h5_quiet();
+    if (rc == 0 && ((fapl = H5Pcreate(H5P_FILE_ACCESS)) < 0 || H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL) < 0))
+        rc = cairn_err_h5(__FILE__, __LINE__, "file access for MPI-IO");
+    CAIRN_CHECK(coll_agree(comm, rc)); /* every rank, before the collective opening */
+    CAIRN_CHECK(coll_out_begin(comm, file, 0, &out)); /* FILE whole or as it was */
+    h5_mpio_before_open(comm, out.tmp);
+    iodefer_begin(out.tmp); /* a write failing on some ranks only must not split them */
+    deferring = true;
+    CAIRN_CHECK(h5_create_file(out.tmp, fapl, &f));
+    for (int i = 0; i < nd; i++) CAIRN_CHECK(write_rows(f, d[i].name, d[i].type, &d[i].s, lo, n, d[i].data));
+cleanup:
+    if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
+    if (deferring) {
+        int e = iodefer_end();
+        if (e) rc = e;
+    }
+    rc = coll_agree(comm, rc);
+    if (rc == 0) rc = coll_agree(comm, me == 0 ? fsx_out_commit(&out) : 0);
+    fsx_out_abort(&out); /* written in part: never a damaged data file */
+    if (fapl >= 0) H5Pclose(fapl);
+    return rc;
+}
 
 /* Each text file's size: a regular file (a FIFO or device is refused,
  * never waited on), read by every rank alike. */
@@ -89,12 +145,9 @@ int datagen_text(MPI_Comm comm, const char *out, const char *const *files, int n
                  int64_t *windows)
 {
     int rc = 0, me = 0, size = 1;
-    hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID;
-    struct fsx_out o = {.dir = -1, .fd = -1};
     int64_t *sizes = malloc((size_t)n_files * sizeof *sizes), len = 0, N = 0, lo = 0, hi = 0;
     unsigned char *bytes = NULL;
     int32_t *x = NULL, *y = NULL;
-    bool deferring = false;
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &size);
     /* rank 0 measures, so that every rank cuts the same windows (a file
@@ -124,30 +177,10 @@ int datagen_text(MPI_Comm comm, const char *out, const char *const *files, int n
             y[i] = bytes[i + 1];
         }
     }
-    CAIRN_CHECK(coll_agree(comm, rc));
-    h5_quiet();
-    fapl = H5Pcreate(H5P_FILE_ACCESS);
-    CAIRN_CHECK_H5(fapl);
-    CAIRN_CHECK_H5(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL));
-    CAIRN_CHECK(coll_out_begin(comm, out, 0, &o)); /* OUT whole or as it was */
-    h5_mpio_before_open(comm, o.tmp);
-    iodefer_begin(o.tmp); /* a write failing on some ranks only must not split them */
-    deferring = true;
-    CAIRN_CHECK(h5_create_file(o.tmp, fapl, &f));
-    struct shape ws = {2, {N, ctx}};
-    CAIRN_CHECK(write_rows(f, "features", DT_I32, &ws, lo, hi - lo, x));
-    CAIRN_CHECK(write_rows(f, "labels", DT_I32, &ws, lo, hi - lo, y));
-    *windows = N;
+    const struct rows_out d[2] = {{"features", DT_I32, {2, {N, ctx}}, x}, {"labels", DT_I32, {2, {N, ctx}}, y}};
+    rc = write_file(comm, out, rc, lo, hi - lo, d, 2);
+    if (rc == 0) *windows = N;
 cleanup:
-    if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
-    if (deferring) {
-        int d = iodefer_end();
-        if (d) rc = d;
-    }
-    rc = coll_agree(comm, rc);
-    if (rc == 0) rc = coll_agree(comm, me == 0 ? fsx_out_commit(&o) : 0);
-    fsx_out_abort(&o); /* written in part: never a damaged data file */
-    if (fapl >= 0) H5Pclose(fapl);
     free(sizes);
     free(bytes);
     free(x);
@@ -191,22 +224,6 @@ static int32_t teacher_label(const struct teacher *t, const float *x, double *hi
         }
     }
     return best;
-}
-
-/* Collective: one dataset, each rank writing rows [lo, lo + n). */
-static int write_rows(hid_t f, const char *name, enum dtype t, const struct shape *s, int64_t lo,
-                      int64_t n, const void *data)
-{
-    int rc = 0;
-    hid_t d = h5_create_dataset(f, name, t, s, H5P_DEFAULT), x = H5Pcreate(H5P_DATASET_XFER);
-    CAIRN_CHECK_H5(d);
-    CAIRN_CHECK_H5(x);
-    CAIRN_CHECK_H5(H5Pset_dxpl_mpio(x, H5FD_MPIO_COLLECTIVE));
-    CAIRN_CHECK(h5_write_rows(d, t, lo, n, data, x));
-cleanup:
-    if (x >= 0) H5Pclose(x);
-    if (d >= 0 && H5Dclose(d) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Dclose");
-    return rc;
 }
 
 /* Rows lo .. lo + n - 1: features x [n, d], each table's ids [n, k]
@@ -259,10 +276,7 @@ int datagen_synth(MPI_Comm comm, const char *file, const struct datagen_spec *g)
     float *x = NULL;
     int32_t *y = NULL;
     int64_t *ids[DATAGEN_MAX_TABLES] = {0}, samples = g->samples, features = g->features;
-    hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID;
-    struct fsx_out out = {.dir = -1, .fd = -1};
     int64_t lo, hi;
-    bool deferring = false;
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &size);
     block_range(samples, size, me, &lo, &hi);
@@ -279,33 +293,11 @@ int datagen_synth(MPI_Comm comm, const char *file, const struct datagen_spec *g)
         rc = got ? synth_rows(&t, g, lo, hi - lo, x, ids, y)
                  : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
     }
-    CAIRN_CHECK(coll_agree(comm, rc));
-    h5_quiet();
-    fapl = H5Pcreate(H5P_FILE_ACCESS);
-    CAIRN_CHECK_H5(fapl);
-    CAIRN_CHECK_H5(H5Pset_fapl_mpio(fapl, comm, MPI_INFO_NULL));
-    CAIRN_CHECK(coll_out_begin(comm, file, 0, &out)); /* FILE whole or as it was */
-    h5_mpio_before_open(comm, out.tmp);
-    iodefer_begin(out.tmp); /* a write failing on some ranks only must not split them */
-    deferring = true;
-    CAIRN_CHECK(h5_create_file(out.tmp, fapl, &f));
-    struct shape fs = {2, {samples, features}}, ls = {1, {samples}};
-    CAIRN_CHECK(write_rows(f, "features", DT_F32, &fs, lo, hi - lo, x));
-    CAIRN_CHECK(write_rows(f, "labels", DT_I32, &ls, lo, hi - lo, y));
-    for (int c = 0; c < g->n_tables; c++) {
-        struct shape is = {2, {samples, g->tables[c].k}};
-        CAIRN_CHECK(write_rows(f, g->tables[c].name, DT_I64, &is, lo, hi - lo, ids[c]));
-    }
-cleanup:
-    if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
-    if (deferring) {
-        int d = iodefer_end();
-        if (d) rc = d;
-    }
-    rc = coll_agree(comm, rc);
-    if (rc == 0) rc = coll_agree(comm, me == 0 ? fsx_out_commit(&out) : 0);
-    fsx_out_abort(&out); /* written in part: never a damaged data file */
-    if (fapl >= 0) H5Pclose(fapl);
+    struct rows_out d[2 + DATAGEN_MAX_TABLES] = {{"features", DT_F32, {2, {samples, features}}, x},
+                                                 {"labels", DT_I32, {1, {samples}}, y}};
+    for (int c = 0; c < g->n_tables; c++)
+        d[2 + c] = (struct rows_out){g->tables[c].name, DT_I64, {2, {samples, g->tables[c].k}}, ids[c]};
+    rc = write_file(comm, file, rc, lo, hi - lo, d, 2 + g->n_tables);
     free(x);
     free(y);
     for (int c = 0; c < g->n_tables; c++) free(ids[c]);
