@@ -79,6 +79,18 @@ struct ckpt_io {
  * seed and every persistent blob's type, shape and distribution. */
 int ckpt_settings(const struct plan *p, struct strbuf *out);
 
+/* A settings text (a job's or a checkpoint's) as it is compared with the
+ * job of plan p: of a family's groups (struct group.family) only the
+ * job's first one is kept, the others' lines dropped where they say what
+ * the first one's say.  Two texts fold alike when one checkpoint fits
+ * both jobs: a job may have more or fewer groups of a family than the
+ * checkpoint. */
+int ckpt_settings_fold(const char *text, const struct plan *p, struct strbuf *out);
+/* The group of p (by index) a checkpoint's group `name` stands for: the
+ * group of that name, else the first group of the family it belongs to
+ * (FAMILY<digits>), else -1. */
+int ckpt_family_group(const struct plan *p, const char *name);
+
 /* Write v's persistent blobs to path.  Collective on v->comm; returns
  * the same result on every rank.  Fault points "allocate" and "write"
  * (between datasets). */
@@ -102,11 +114,11 @@ int ckpt_file_meta_checksum(const struct ckpt_meta *m, int64_t seed, int64_t wor
 
 /* Serial: the loader's own validation of path (every attribute, the
  * metadata checksum, every dataset's type, shape and checksum), one line
- * per verified dataset to out (if not NULL).  With settings (ckpt_settings of a job),
- * also that the checkpoint is of that job's settings.  Returns 0,
+ * per verified dataset to out (if not NULL).  With a job's plan, also
+ * that the checkpoint fits that job (ckpt_settings_fold).  Returns 0,
  * CAIRN_ECORRUPT naming what is damaged, or CAIRN_EINPUT (another format,
  * or other settings). */
-int ckpt_file_verify(const char *path, const char *settings, FILE *out);
+int ckpt_file_verify(const char *path, const struct plan *job, FILE *out);
 
 /* Serial: copy blobs ("group/blob") of a checkpoint, verified, into a new
  * file out (datasets /group/blob with their attributes). */

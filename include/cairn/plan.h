@@ -26,6 +26,10 @@ struct group {
     int n_blobs;
     int n_lanes; /* communicators its tasks need: 1 + parallel branches beyond the first */
     const char *note; /* what an extension says of its group in `cairn print`, or NULL */
+    /* Groups of one family (FAMILY0, FAMILY1, ...: the pipeline's stages)
+     * hold the same persistent state, so a checkpoint fits a job with
+     * more or fewer of them (ckpt_settings_fold), or NULL. */
+    const char *family;
 };
 
 struct stop_ref {

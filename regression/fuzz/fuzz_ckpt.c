@@ -12,6 +12,8 @@
  * bug. */
 #include "cairn/checksum.h"
 #include "cairn/ckpt_file.h"
+#include "cairn/job.h"
+#include "cairn/plan.h"
 #include "cairn/tensor.h"
 
 #include <hdf5.h>
@@ -69,6 +71,22 @@ static void model_init(struct cursor *c, struct model *m)
              "blob main/w=f32[%lld, %lld] sharded\nblob main/mine=i32[%lld] per-rank\n",
              CAIRN_CKPT_FORMAT, (long long)m->seed, (long long)m->rows, (long long)m->cols,
              (long long)m->per);
+}
+
+/* Verify path for the job whose settings m's are, its group in a family
+ * (ckpt_settings_fold runs on the crafted settings). */
+static void verify_for_job(const char *path, const struct model *m, FILE *sink)
+{
+    struct job job = {.seed = m->seed};
+    struct blob_info blobs[3] = {
+        {.name = "total", .type = {.dtype = DT_I64, .dist = DIST_REPLICATED}, .persistent = true},
+        {.name = "w", .type = {.dtype = DT_F32, .shape = {.ndim = 2, .d = {m->rows, m->cols}}, .dist = DIST_SHARDED},
+         .persistent = true},
+        {.name = "mine", .type = {.dtype = DT_I32, .shape = {.ndim = 1, .d = {m->per}}, .dist = DIST_LOCAL},
+         .persistent = true}};
+    struct group g = {.name = "main", .nranks = (int)m->ranks, .blobs = blobs, .n_blobs = 3, .family = "ma"};
+    struct plan p = {.job = &job, .nranks = (int)m->ranks, .groups = &g, .n_groups = 1};
+    ckpt_file_verify(path, &p, sink);
 }
 
 static void put_attr(hid_t obj, const char *name, hid_t type, hid_t space, const void *v)
@@ -287,7 +305,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     H5Fclose(f);
 
     ckpt_file_verify(path, NULL, sink);
-    ckpt_file_verify(path, m.settings, sink);
+    verify_for_job(path, &m, sink);
     for (int b = 0; b < 3; b++) {
         struct tensor t = {0};
         uint64_t partial = 0, stored = 0;

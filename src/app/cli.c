@@ -501,20 +501,15 @@ static int ckpt_ls(const char *dir)
     return CAIRN_EXIT_OK;
 }
 
-/* The settings of the job `verify --job` names: its plan, analyzed. */
-static int job_settings(const struct args *a, struct strbuf *out)
+/* The job `verify --job` names: its plan, analyzed. */
+static int job_plan(const struct args *a, struct job **job, struct plan **plan)
 {
-    struct job *job = NULL;
-    struct plan *plan = NULL;
     struct diags d = {0};
-    int rc = load_plan(a, &job, &plan, &d);
-    if (rc == 0) rc = analyze(plan, &d);
-    if (rc == 0) rc = ckpt_settings(plan, out);
+    int rc = load_plan(a, job, plan, &d);
+    if (rc == 0) rc = analyze(*plan, &d);
     diags_print(&d, stderr);
     if (rc && d.n == 0) fprintf(stderr, "cairn: %s\n", cairn_errmsg());
     diags_free(&d);
-    plan_destroy(&plan);
-    job_destroy(&job);
     return rc;
 }
 
@@ -524,29 +519,30 @@ static int job_settings(const struct args *a, struct strbuf *out)
 static int ckpt_verify(int argc, char **argv)
 {
     struct args a = {0};
-    struct strbuf settings = {0};
+    struct job *job = NULL;
+    struct plan *plan = NULL;
     const char *file = argc > 1 ? argv[1] : NULL;
     int code = CAIRN_EXIT_INPUT, rc = 0;
     if (!file || file[0] == '-') return cli_usage_error(usage_ckpt, "%s", "verify needs FILE");
     if (argc > 2) { /* the rest is a job's arguments, --job JOB.cfg naming the job */
         char **rest = calloc((size_t)argc, sizeof *rest);
         int n = 0;
-        bool job = false;
+        bool named = false;
         if (!rest) return CAIRN_EXIT_RUNTIME;
         rest[n++] = argv[0];
         for (int i = 2; i < argc; i++)
-            if (strcmp(argv[i], "--job") == 0) job = true;
+            if (strcmp(argv[i], "--job") == 0) named = true;
             else rest[n++] = argv[i];
-        code = job ? parse_job_args(n, rest, usage_ckpt, true, false, &a)
+        code = named ? parse_job_args(n, rest, usage_ckpt, true, false, &a)
                    : cli_usage_error(usage_ckpt, "%s", "verify takes FILE, then --job JOB.cfg");
         free(rest);
         if (code >= 0) goto done;
-        if ((rc = job_settings(&a, &settings))) {
+        if ((rc = job_plan(&a, &job, &plan))) {
             code = cairn_exit_code(rc);
             goto done;
         }
     }
-    rc = ckpt_file_verify(file, a.job ? strbuf_str(&settings) : NULL, stdout);
+    rc = ckpt_file_verify(file, plan, stdout);
     if (rc == CAIRN_ECORRUPT)
         printf("%s: damaged: %s\n", file, cairn_errmsg());
     else if (rc)
@@ -555,7 +551,8 @@ static int ckpt_verify(int argc, char **argv)
         printf("%s: ok\n", file);
     code = rc == 0 ? 0 : rc == CAIRN_ECORRUPT ? 1 : cairn_exit_code(rc);
 done:
-    strbuf_free(&settings);
+    plan_destroy(&plan);
+    job_destroy(&job);
     free(a.sets);
     return code;
 }

@@ -325,9 +325,11 @@ int trainplan_groups(const struct plan *p, const void *spec, struct group **gen,
     fit(p, t, &R, &P);
     struct group *g = arena_alloc(p->arena, (size_t)n * sizeof *g);
     for (int s = 0; s < S; s++) {
+        /* every stage holds the same cursor: a checkpoint resumes on any
+         * number of stages */
         g[s] = (struct group){.name = arena_printf(p->arena, "stage%d", s),
                               .nranks = R * T, .file = t->stages_file,
-                              .line = t->stages_line};
+                              .line = t->stages_line, .family = "stage"};
         if (T > 1 && t->lm_on)
             g[s].note = arena_printf(p->arena, "%d ranks per replica, each with 1/%d of every block's heads "
                                                "and MLP", T, T);
