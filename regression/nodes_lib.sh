@@ -171,10 +171,11 @@ case_limit() {
 #   slurm-first  the node dies and Slurm marks it DOWN at once;
 #   local        with a node-local checkpoint tier (checkpoint.local on
 #                each node's own disk, flushed every 10 epochs), the node
-#                dies while rank 2 writes the final shared checkpoint
-#                (paused there): the newest checkpoint is epoch 2's, on the
-#                nodes alone, and rank 2's part survives only as the
-#                partner copy on node1, from which the rerun restores it.
+#                dies while its first rank writes the final shared
+#                checkpoint (paused there): the newest checkpoint is epoch
+#                2's, on the nodes alone, and node3's parts survive only as
+#                partner copies on node1, from which the rerun on fewer
+#                ranks (flex: 6 to 4) restores and re-splits them.
 # Apart from slurm-first, cairn acts first (Slurm would notice the node
 # only after its 300 s timeout): every rank of the run has to be gone
 # within BOUND seconds, and cairn.sbatch has to run cairn again on the two
@@ -203,12 +204,12 @@ lose_node() {
     # may name first (10 s).
     case $how in
     kill-in-save) first_run_fault pause:write:2:2 held && wd=10 ;;
-    local) first_run_fault pause:write:2:3 held && wd=10 ;;
+    local) first_run_fault "pause:write:$held:3" held && wd=10 ;;
     *) first_run_fault "busy:ps_step:$held:2" held ;;
     esac
     j=$(CAIRN=$bin submit "$tag" "$2" -N2-3 -- --set watchdog.timeout=$wd "${extra[@]}")
     if [ "$how" = kill-in-save ] || [ "$how" = local ]; then
-        wait_log "$tag.out" "rank 2: CAIRN_FAULT pauses this rank at write"
+        wait_log "$tag.out" "rank $held: CAIRN_FAULT pauses this rank at write"
     else
         wait_log "$tag.out" "rank $held: CAIRN_FAULT keeps this rank busy in op 'ps_step'"
     fi
@@ -259,7 +260,7 @@ lose_node() {
     if [ "$how" = local ]; then
         expect_count "$tag/saved-on-the-nodes" "$tag/cairn.log" "checkpoint saved \(node-local\): epoch [12] step 0 " 2
         expect_count "$tag/not-flushed" "$tag/cairn.log" "checkpoint saved: epoch [12] step 0 " 0
-        expect_grep "$tag/from-partner-copies" "$tag/cairn.log" "node-local checkpoint local/ckpt-e000002: restored from partner copies for ranks? ([0-9]+, )*2(, [0-9]+)*, from the ranks' own copies for the rest"
+        expect_grep "$tag/from-partner-copies" "$tag/cairn.log" "node-local checkpoint local/ckpt-e000002: restored from partner copies for ranks? ([0-9]+, )*$held(, [0-9]+)*, from the ranks' own copies for the rest"
         expect_grep "$tag/resumed-node-local" "$tag/cairn.log" "resuming after epoch 2 "
     elif [ "$how" = kill-in-save ]; then
         expect_grep "$tag/resumed-previous" "$tag/cairn.log" "resuming after epoch 1 "
@@ -369,7 +370,7 @@ case_local-shared() {
     expect_grep local-shared/exit-2 local-shared.out "cairn.sbatch: cairn exited with 2"
     expect_count local-shared/not-requeued local-shared.out "requeueing" 0
 }
-case_local() { lose_node local mpirun local; }
+case_local() { lose_node local mpirun local flex; }
 
 # The liveness ring's heartbeats are UDP: with UDP from node1 to node2
 # dropped (a blackhole rule in node1's routing), every rank fails at

@@ -73,6 +73,8 @@ struct ckpt_io {
     char layout_change[256]; /* a read: "world 6 -> 4 ranks, ps 4 -> 2", "" if none */
     bool unreserved;         /* a write, rank 0: the file system could not reserve its space */
     char blas_kernels[1024]; /* a read: the file's blas_kernels (truncated), "" if it has none */
+    int partners;            /* a node-local read: the parts taken from partner copies ... */
+    char partner_ranks[1024]; /* ... and their ranks, "2, 5" */
 };
 
 /* The state-defining settings of a plan, one "key=value" per line: the

@@ -7,7 +7,8 @@
  *   EPOCH <TAB> STEP <TAB> FILE <TAB> BYTES <TAB> ok|bad
  *
  * sorted by (epoch, step), newest last.  FILE is relative to DIR.
- * Not collective: rank 0 (or a serial tool) reads and writes it. */
+ * Not collective: rank 0 (or a serial tool) reads and writes it, and
+ * every change goes through ckpt_index_update. */
 #ifndef CAIRN_CKPT_INDEX_H
 #define CAIRN_CKPT_INDEX_H
 
@@ -36,6 +37,28 @@ int ckpt_index_read(const char *dir, struct ckpt_index *idx);
  * new index is what readers see even if the fsync then fails. */
 int ckpt_index_write_tmp(const char *dir, const struct ckpt_index *idx);
 int ckpt_index_commit_tmp(const char *dir, bool *replaced);
+/* An edit of an index: change idx, and put in gone the entries whose
+ * files are to be deleted once the new index is in place.  Returns 0 to
+ * write the index, CKPT_INDEX_KEEP to leave it as it was, or an error. */
+#define CKPT_INDEX_KEEP 1
+typedef int ckpt_index_edit(struct ckpt_index *idx, struct ckpt_index *gone, void *arg);
+
+/* The fault points of an update (fault.h): at(arg, point) once index.tmp
+ * is written (`written`) and once it replaced the index (`listed`), each
+ * NULL for none. */
+struct ckpt_index_faults {
+    void (*at)(void *arg, const char *point);
+    void *arg;
+    const char *written, *listed;
+};
+
+/* The index's one read-modify-write: read DIR/index, edit it, write and
+ * sync index.tmp, rename it over the index, then delete the files the
+ * edit put in gone.  *listed (may be NULL): the new index replaced the
+ * old, even if a later step failed.  f may be NULL.  Errors: those of
+ * ckpt_index_read, of the edit, CAIRN_EIO. */
+int ckpt_index_update(const char *dir, ckpt_index_edit *edit, void *arg, const struct ckpt_index_faults *f,
+                      bool *listed);
 /* Insert e, replacing an entry with the same epoch and step. */
 int ckpt_index_put(struct ckpt_index *idx, const struct ckpt_entry *e);
 void ckpt_index_remove(struct ckpt_index *idx, int i);

@@ -36,6 +36,12 @@ struct ckpt_local_part {
     uint64_t sum;   /* the checksum of its data */
 };
 
+/* A group of the run that wrote a node-local checkpoint. */
+struct ckpt_local_group {
+    char name[128];
+    int first, nranks;
+};
+
 /* A node-local checkpoint's manifest. */
 struct ckpt_local_manifest {
     struct ckpt_meta meta;
@@ -43,11 +49,19 @@ struct ckpt_local_manifest {
     int world;
     struct ckpt_local_part *parts; /* world entries */
     char blas_kernels[1024]; /* the writer's BLAS kernels (blas_kernel.h); "" if it named none */
+    /* written since the parts re-split ("" / NULL / 0 in older manifests):
+     * the writer's node-local directory, settings and groups */
+    char root[4400];
+    char *settings;
+    struct ckpt_local_group *groups;
+    int n_groups;
 };
 
 /* The state a part must match: settings, group layout and world size,
  * as 16 hex digits. */
 int ckpt_local_identity(const struct plan *p, char out[17]);
+/* What a manifest says of plan p: its identity, settings and groups. */
+int ckpt_local_describe(const struct plan *p, struct ckpt_local_manifest *man);
 
 /* Collective on v->comm: write this rank's part of m's position to
  * root/name and send it to its partner, which writes it beside its own.
@@ -60,9 +74,10 @@ int ckpt_local_write(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HO
                      struct ckpt_local_part *mine, struct ckpt_io *io);
 
 /* Collective on v->comm: load the checkpoint root/name that man describes
- * (every rank passes the same manifest) into v's tensors.  *partners: how
- * many parts came from partner copies, listed in who ("2, 5"); io: this
- * rank's bytes and seconds.  Nothing is
+ * (every rank passes the same manifest) into v's tensors, on the ranks
+ * that wrote it or, re-split, on another layout of the same settings
+ * (ckpt_settings_fold).  io: this rank's bytes and seconds, the layout
+ * change, and the parts that came from partner copies.  Nothing is
  * changed unless every part is found and verifies; a copy that does not
  * is set aside for the part's other copy.  Errors (the same on every
  * rank): CAIRN_EINPUT (of another layout or settings), CAIRN_ENOCKPT (a
@@ -70,7 +85,7 @@ int ckpt_local_write(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HO
  * with the manifest or fails its checksum: the last one's reason). */
 int ckpt_local_read(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOST_MAX],
                     const char *root, const char *name, const struct ckpt_local_manifest *man,
-                    struct ckpt_io *io, int *partners, char *who, size_t who_size);
+                    struct ckpt_io *io);
 
 /* Collective on v->comm: refuse a node-local directory in memory (tmpfs:
  * /dev/shm) that cannot hold what its node will: its ranks' parts of v's
@@ -93,5 +108,14 @@ int ckpt_local_manifest_write(const char *path, const struct ckpt_local_manifest
  * CAIRN_ECORRUPT naming PATH:LINE. */
 int ckpt_local_manifest_read(const char *path, struct ckpt_local_manifest *man);
 void ckpt_local_manifest_free(struct ckpt_local_manifest *man);
+/* Collective on comm: rank 0's manifest to every rank.  Errors: CAIRN_ENOMEM, CAIRN_EMPI. */
+int ckpt_local_manifest_bcast(struct ckpt_local_manifest *man, MPI_Comm comm);
+
+/* Serial: check the node-local checkpoint whose manifest is at path as a
+ * load would (each part's copy found under the manifest's directory on
+ * this node, header, size and checksum), for job if not NULL; a line per
+ * verified part to out.  A part whose copies are all on other nodes is
+ * named, not checked ("elsewhere").  0, CAIRN_ECORRUPT or CAIRN_EINPUT. */
+int ckpt_local_verify(const char *path, const struct plan *job, FILE *out);
 
 #endif

@@ -1,7 +1,8 @@
 /* Extensions: kinds of model state that plug into the generic core.
  *
- * Training (src/train/) is one; embedding tables and multi-rank stages are
- * meant to be others.  An extension owns some top-level job-file keys, adds
+ * Training (src/train/: models, their pipeline, replicas, PS shards and
+ * embedding tables) is the one linked in today.  An extension owns some
+ * top-level job-file keys, adds
  * groups and generated tasks to the plan, asks the layout for the
  * communicators it needs, keeps per-rank state at run time, and brings its
  * own ops (ext_def.ops), whose kernels get that state as op_call.state.  The core (config,
@@ -13,12 +14,13 @@
 #ifndef CAIRN_EXT_H
 #define CAIRN_EXT_H
 
+#include "cairn/cfg.h"
+
 #include <libconfig.h>
 #include <mpi.h>
 #include <stdbool.h>
 #include <stdint.h>
 
-struct cfg;
 struct diags;
 struct group;
 struct plan;
@@ -34,8 +36,9 @@ struct ext_def {
     /* ---- the job file (config.c) ---- */
     const char *const *keys;      /* top-level keys it owns, NULL-terminated */
     const char *const *stop_keys; /* keys of the stop section it owns, NULL-terminated */
-    /* Read its keys into *spec (allocated in the job's arena); leave *spec
-     * NULL when the job does not use the extension.  Problems: cfg_err. */
+    /* Read its keys into *spec (allocated in cfg_arena); leave *spec NULL
+     * when the job does not use the extension.  Keys are read with the
+     * getters of cfg.h; problems: cfg_err. */
     void (*configure)(struct cfg *c, const config_setting_t *root, void **spec);
     /* Does the job stop by the extension's own condition (accuracy, say)? */
     bool (*has_stop)(const void *spec);

@@ -37,3 +37,40 @@ run verify-other "$CAIRN" ckpt verify mlp/ckpt/ckpt-e000003.h5 --job "$G/mlp.cfg
     --set model.layers.0.units=32
 expect_rc stages/other-model-refused verify-other 2
 expect_grep stages/other-model-named verify-other.err "was written for other settings: blob ps/L0.W: the checkpoint has f32\[32, 64\] sharded, this job f32\[32, 32\] sharded"
+
+# node-local checkpoints restore on another layout, re-split from the parts
+# as from the shared file; each first run stops after its node-local save
+# of epoch 1, the newest checkpoint
+local_first() { # TAG RUN_DIR
+    run "$1" env CAIRN_FAULT=kill:local_index:0:2 mpirun --oversubscribe -np 4 "$CAIRN" run "$G/mlp.cfg" \
+        --run-dir "$2" --set "checkpoint.local=\"$PWD/nodes\"" --set checkpoint.flush_every=10
+    expect_grep "local/$1-saved" "$2/cairn.log" "checkpoint saved \(node-local\): epoch 1 step 0 "
+}
+tier=(--set "checkpoint.local=\"$PWD/nodes\"" --set checkpoint.flush_every=10)
+local_first first-a rs
+run verify-local "$CAIRN" ckpt verify rs/ckpt/local/ckpt-e000001 --job "$G/mlp.cfg" --set ps.shards=1
+expect_rc local/verify verify-local 0
+expect_count local/verify-each-part verify-local.out "^ok	rank [0-3]'s part \(own copy\)$" 4
+mpi local-3 3 run "$G/mlp.cfg" --run-dir rs "${tier[@]}" --set ps.shards=1
+expect_rc local/4-to-3 local-3 0
+expect_grep local/4-to-3-node-local rs/cairn.log "checkpoint loaded \(node-local\): epoch 1 step 0 "
+expect_grep local/4-to-3-said rs/cairn.log "layout changed since that checkpoint: world 4 -> 3 ranks, ps 2 -> 1; sharded state re-split"
+same_bytes local/4-to-3-as-uninterrupted mlp/model.h5 rs/model.h5
+local_first first-b rs2
+mpi local-s1 4 run "$G/mlp.cfg" --run-dir rs2 "${tier[@]}" --set ps.shards=3 --set pipeline.stages=1
+expect_rc local/stages-and-shards local-s1 0
+expect_grep local/stages-and-shards-said rs2/cairn.log "layout changed since that checkpoint: ps 2 -> 3, stage groups 2 -> 1; sharded state re-split"
+same_bytes local/stages-and-shards-as-uninterrupted mlp/model.h5 rs2/model.h5
+# a damaged part: verify names it; the load sets it aside and, with no
+# partner copy on one node, resumes from the shared tier (epoch 0)
+local_first first-c rs3
+part=$(sed -n 's/^root //p' rs3/ckpt/local/ckpt-e000001)/ckpt-e000001/rank000002
+py 'import sys; f = open(sys.argv[1], "r+b"); f.seek(-8, 2); b = f.read(1); f.seek(-8, 2); f.write(bytes([b[0] ^ 1]))' "$part"
+run verify-damaged "$CAIRN" ckpt verify rs3/ckpt/local/ckpt-e000001
+expect_rc local/verify-damaged verify-damaged 1
+expect_grep local/verify-damaged-named verify-damaged.out "rank000002 fails its checksum"
+mpi local-damaged 3 run "$G/mlp.cfg" --run-dir rs3 "${tier[@]}" --set ps.shards=1
+expect_rc local/damaged-resumed local-damaged 0
+expect_grep local/damaged-set-aside rs3/cairn.log "warning: the node-local checkpoint after epoch 1 \(local/ckpt-e000001\) cannot be loaded: rank 2's part fails its checksum; resuming from the shared checkpoints"
+expect_grep local/damaged-shared-taken rs3/cairn.log "resuming after epoch 0 "
+same_bytes local/damaged-as-uninterrupted mlp/model.h5 rs3/model.h5

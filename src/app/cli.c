@@ -6,6 +6,7 @@
 #include "cairn/blas_kernel.h"
 #include "cairn/ckpt_file.h"
 #include "cairn/ckpt_index.h"
+#include "cairn/ckpt_tier.h"
 #include "cairn/config.h"
 #include "cairn/datagen.h"
 #include "cairn/embed_ids.h"
@@ -542,7 +543,7 @@ static int ckpt_verify(int argc, char **argv)
             goto done;
         }
     }
-    rc = ckpt_file_verify(file, plan, stdout);
+    rc = ckpt_tier_of(file)->verify(file, plan, stdout);
     if (rc == CAIRN_ECORRUPT)
         printf("%s: damaged: %s\n", file, cairn_errmsg());
     else if (rc)

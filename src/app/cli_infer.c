@@ -275,16 +275,11 @@ int cli_generate(int argc, char **argv)
         rc = infer_generate(m, &g, &text, &n);
         t1 = MPI_Wtime();
     }
-    if (rc == 0) {
-        fwrite(text, 1, (size_t)n, stdout);
-        putchar('\n');
-        if (json)
+    if (rc == 0 && printf("%.*s\n", (int)n, (const char *)text) >= 0 && json)
             printf("{\"command\":\"generate\",\"tokens\":%lld,\"cache\":%s,\"seconds\":%.6f,\"tokens_per_second\":%.1f}\n",
                    (long long)g.tokens, g.no_cache ? "false" : "true", t1 - t0,
                    t1 > t0 ? (double)g.tokens / (t1 - t0) : 0.0);
-    } else {
-        fprintf(stderr, "cairn: %s\n", cairn_errmsg());
-    }
+    if (rc) fprintf(stderr, "cairn: %s\n", cairn_errmsg());
     free(text);
     infer_close(&m);
     fflush(stdout);

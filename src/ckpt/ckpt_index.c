@@ -149,6 +149,33 @@ cleanup:
     return rc;
 }
 
+int ckpt_index_update(const char *dir, ckpt_index_edit *edit, void *arg, const struct ckpt_index_faults *f,
+                      bool *listed)
+{
+    int rc = 0;
+    bool replaced = false;
+    char path[4200];
+    struct ckpt_index idx = {0}, gone = {0};
+    CAIRN_CHECK(ckpt_index_read(dir, &idx));
+    rc = edit(&idx, &gone, arg);
+    if (rc == CKPT_INDEX_KEEP) {
+        rc = 0;
+        goto cleanup;
+    }
+    CAIRN_CHECK(rc);
+    CAIRN_CHECK(ckpt_index_write_tmp(dir, &idx));
+    if (f && f->written) f->at(f->arg, f->written);
+    CAIRN_CHECK(ckpt_index_commit_tmp(dir, &replaced));
+    if (f && f->listed) f->at(f->arg, f->listed);
+    for (int i = 0; i < gone.n; i++) /* unlisted: never loaded again */
+        if (fsx_join(path, sizeof path, dir, gone.v[i].file) == 0) unlink(path);
+cleanup:
+    if (listed) *listed = replaced;
+    ckpt_index_free(&idx);
+    ckpt_index_free(&gone);
+    return rc;
+}
+
 static int before(const struct ckpt_entry *a, const struct ckpt_entry *b)
 {
     return a->epoch < b->epoch || (a->epoch == b->epoch && a->step < b->step);

@@ -123,6 +123,21 @@ int ckpt_family_group(const struct plan *p, const char *name)
     return -1;
 }
 
+void ckf_family_change(const struct plan *p, const char *const *names, int n, struct strbuf *b)
+{
+    for (int g = 0; g < p->n_groups; g++) {
+        const char *fam = p->groups[g].family;
+        int had = 0, has = 0;
+        if (!fam || g != ckf_family_first(p, fam)) continue;
+        for (int k = 0; k < p->n_groups; k++) has += p->groups[k].family && strcmp(p->groups[k].family, fam) == 0;
+        for (int i = 0; i < n; i++) {
+            int k = ckpt_family_group(p, names[i]);
+            had += k >= 0 && p->groups[k].family && strcmp(p->groups[k].family, fam) == 0;
+        }
+        if (had != has) strbuf_addf(b, "%s%s groups %d -> %d", b->len ? ", " : "", fam, had, has);
+    }
+}
+
 static int by_text(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* The line's group if it is a family's other than the job's first (which

@@ -52,6 +52,9 @@ struct contents {
 
 /* ckpt_meta.c */
 int64_t ckf_row_elems(const struct shape *s);
+/* ", stage groups 2 -> 1" onto b for each family of p whose number of
+ * groups differs among the checkpoint's groups (names, n of them). */
+void ckf_family_change(const struct plan *p, const char *const *names, int n, struct strbuf *b);
 /* The first group of family `family` in p, or -1. */
 int ckf_family_first(const struct plan *p, const char *family);
 int ckf_count_persistent(const struct plan *p);

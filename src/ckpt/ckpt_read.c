@@ -201,18 +201,12 @@ static void layout_change(const struct contents *c, const struct plan *p, char *
         strbuf_addf(&b, "%s%s %lld -> %d", b.len ? ", " : "", c->v[i].group,
                     (long long)c->v[i].ranks, p->groups[g].nranks);
     }
-    for (int g = 0; g < p->n_groups; g++) { /* a family's groups: "stage groups 2 -> 1" */
-        const char *fam = p->groups[g].family;
-        int had = 0, has = 0;
-        if (!fam || g != ckf_family_first(p, fam)) continue;
-        for (int k = 0; k < p->n_groups; k++) has += p->groups[k].family && strcmp(p->groups[k].family, fam) == 0;
-        for (int i = 0; i < c->n; i++) {
-            int k = ckpt_family_group(p, c->v[i].group);
-            bool first = i == 0 || strcmp(c->v[i].group, c->v[i - 1].group) != 0;
-            had += first && k >= 0 && p->groups[k].family && strcmp(p->groups[k].family, fam) == 0;
-        }
-        if (had != has) strbuf_addf(&b, "%s%s groups %d -> %d", b.len ? ", " : "", fam, had, has);
-    }
+    const char **names = malloc(((size_t)c->n + 1) * sizeof *names);
+    int n = 0;
+    for (int i = 0; names && i < c->n; i++)
+        if (i == 0 || strcmp(c->v[i].group, c->v[i - 1].group) != 0) names[n++] = c->v[i].group;
+    if (names) ckf_family_change(p, names, n, &b);
+    free(names);
     snprintf(out, size, "%s", strbuf_str(&b));
     strbuf_free(&b);
 }

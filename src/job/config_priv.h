@@ -1,9 +1,9 @@
-/* The parse state and the typed getters every job-file key goes through:
- * private to the config module and the extensions' configure hooks
- * (include/cairn/ext.h). */
+/* The parse state of a job file, private to the config module (its
+ * getters are public: include/cairn/cfg.h). */
 #ifndef CAIRN_CONFIG_PRIV_H
 #define CAIRN_CONFIG_PRIV_H
 
+#include "cairn/cfg.h"
 #include "cairn/config.h"
 
 #include <libconfig.h>
@@ -29,33 +29,8 @@ struct cfg {
     const char *src_copy; /* libconfig's strings die with its config_t */
 };
 
-void cfg_locate(struct cfg *c, const config_setting_t *s, const char **file, int *line);
-void cfg_err(struct cfg *c, const config_setting_t *s, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-const char *cfg_type_name(const config_setting_t *s);
-/* Reject keys of group g not in `allowed` (NULL-terminated). */
-void cfg_keys(struct cfg *c, const config_setting_t *g, const char *what,
-              const char *const *allowed);
-bool cfg_is_int(const config_setting_t *s);
-bool cfg_valid_name(const char *s);
-int64_t cfg_int(struct cfg *c, const config_setting_t *g, const char *key, bool required,
-                int64_t dflt, int64_t lo, int64_t hi);
-const char *cfg_str(struct cfg *c, const config_setting_t *g, const char *key, bool required,
-                    const char *dflt);
-/* An integer N (min = max = N) or a range [MIN, MAX], lo <= MIN <= MAX <= hi;
- * absent -> dflt for both. */
-void cfg_int_range(struct cfg *c, const config_setting_t *g, const char *key, int64_t dflt,
-                   int64_t lo, int64_t hi, int64_t *min, int64_t *max);
-/* A number in [lo, hi] (an integer is fine); absent -> dflt. */
-double cfg_num(struct cfg *c, const config_setting_t *g, const char *key, double dflt,
-               double lo, double hi, bool *present);
-/* true or false; absent -> dflt. */
-bool cfg_bool(struct cfg *c, const config_setting_t *g, const char *key, bool dflt);
-const char *cfg_name(struct cfg *c, const config_setting_t *g, const char *key, bool required,
-                     const char *what);
-/* A group-valued key, or NULL (absent, or reported as not a group). */
-const config_setting_t *cfg_section(struct cfg *c, const config_setting_t *root, const char *key,
-                                    const char *example);
+/* The name a setting goes by in messages ("layers", "model.layers"). */
+const char *cfg_where(const config_setting_t *s);
 
 /* config_text.c: limits on a job file's text, and its check before
  * libconfig parses it (problems go to d as FILE:LINE; returns their count).

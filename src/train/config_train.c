@@ -2,11 +2,11 @@
  * ps, on_nan, debug, and stop.accuracy / stop.loss (cairn-job(5)).  Part
  * of the config module: every key is read and checked here once. */
 #include "cairn/arena.h"
+#include "cairn/ext.h"
 #include "cairn/job.h"
 #include "cairn/lm.h"
 #include "cairn/model.h"
 #include "cairn/train_spec.h"
-#include "job/config_priv.h"
 
 #include <limits.h>
 #include <math.h>
@@ -51,8 +51,8 @@ static void parse_layers(struct cfg *c, const config_setting_t *m, struct train_
     }
     static const char *const keys[] = {"units", "activation", NULL};
     t->n_layers = config_setting_length(ls);
-    t->layers = arena_alloc(c->a, (size_t)t->n_layers * sizeof *t->layers);
-    t->param0 = arena_alloc(c->a, (size_t)(t->n_layers + 1) * sizeof *t->param0);
+    t->layers = arena_alloc(cfg_arena(c), (size_t)t->n_layers * sizeof *t->layers);
+    t->param0 = arena_alloc(cfg_arena(c), (size_t)(t->n_layers + 1) * sizeof *t->param0);
     for (int i = 0; i < t->n_layers; i++) {
         const config_setting_t *l = config_setting_get_elem(ls, (unsigned)i);
         if (config_setting_type(l) != CONFIG_TYPE_GROUP) {
@@ -147,7 +147,7 @@ static void parse_tables(struct cfg *c, const config_setting_t *m, struct train_
         return;
     }
     t->n_tables = config_setting_length(es);
-    t->tables = arena_alloc(c->a, (size_t)t->n_tables * sizeof *t->tables);
+    t->tables = arena_alloc(cfg_arena(c), (size_t)t->n_tables * sizeof *t->tables);
     for (int i = 0; i < t->n_tables; i++) {
         const config_setting_t *e = config_setting_get_elem(es, (unsigned)i);
         if (config_setting_type(e) != CONFIG_TYPE_GROUP)
@@ -164,8 +164,8 @@ static void lm_layers(struct cfg *c, struct train_spec *t)
 {
     const struct lm_spec *x = &t->lm;
     t->n_layers = (int)x->blocks + 2;
-    t->layers = arena_alloc(c->a, (size_t)t->n_layers * sizeof *t->layers);
-    t->param0 = arena_alloc(c->a, (size_t)(t->n_layers + 1) * sizeof *t->param0);
+    t->layers = arena_alloc(cfg_arena(c), (size_t)t->n_layers * sizeof *t->layers);
+    t->param0 = arena_alloc(cfg_arena(c), (size_t)(t->n_layers + 1) * sizeof *t->param0);
     for (int l = 0; l < t->n_layers; l++) {
         enum layer_kind k = l == 0 ? LAYER_LM_EMBED : l == t->n_layers - 1 ? LAYER_LM_HEAD : LAYER_LM_BLOCK;
         t->layers[l] = (struct layer_spec){.kind = k, .units = x->ctx * (k == LAYER_LM_HEAD ? x->vocab : x->d),
@@ -324,7 +324,7 @@ static void balance_units_given(struct cfg *c, const config_setting_t *p, struct
 static void parse_balance(struct cfg *c, const config_setting_t *p, struct train_spec *t,
                           bool stages_bad)
 {
-    t->balance = arena_alloc(c->a, (size_t)(t->stages + 1) * sizeof *t->balance);
+    t->balance = arena_alloc(cfg_arena(c), (size_t)(t->stages + 1) * sizeof *t->balance);
     balance_units_given(c, p, t, stages_bad);
     if (t->lm_on) { /* the layers: the embeddings and the head join the end stages */
         t->balance[0]++;
@@ -348,9 +348,9 @@ static void parse_pipeline(struct cfg *c, const config_setting_t *root, struct t
     t->block = 64;
     if (p) {
         cfg_keys(c, p, "pipeline", keys);
-        int before = c->errors;
+        int before = cfg_errors(c);
         t->stages = cfg_int(c, p, "stages", false, 1, 1, 1 << 16);
-        stages_bad = c->errors > before;
+        stages_bad = cfg_errors(c) > before;
         t->chunks = cfg_int(c, p, "chunks", false, 1, 1, 1 << 20);
         t->recompute = (enum recompute)cfg_choice(c, p, "checkpoint", modes, RECOMPUTE_EXCEPT_LAST,
                                                   "pipeline.checkpoint");
@@ -505,7 +505,7 @@ void train_configure(struct cfg *c, const config_setting_t *root, void **spec)
         if (!config_setting_get_member(root, "model")) reject_orphans(c, root);
         return;
     }
-    struct train_spec *t = arena_alloc(c->a, sizeof *t);
+    struct train_spec *t = arena_alloc(cfg_arena(c), sizeof *t);
     *spec = t;
     parse_model(c, m, t);
     parse_data(c, root, t);

@@ -1,5 +1,5 @@
 /* The node-local checkpoint tier; see include/cairn/ckpt_local.h. */
-#include "cairn/ckpt_local.h"
+#include "local_priv.h"
 
 #include "cairn/checksum.h"
 #include "cairn/clock.h"
@@ -19,40 +19,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define PART_MAGIC "CAIRNLP1"
-#define PART_VERSION 1
-#define CHUNK ((size_t)16 << 20) /* bytes per message of a part */
-#define TAG_PARTNER 0x4c50
-#define TAG_RESTORE 0x4c52
-
-/* A part's header, then n_blobs records, then the blobs' bytes.  Sizes
- * are multiples of 8, so the header checksums as 8-byte words. */
-struct part_head {
-    char magic[8];
-    uint32_t version, n_blobs;
-    int64_t epoch, step, done, rank, world;
-    char identity[17];
-    char pad[7];
-    uint64_t data_bytes, data_sum; /* the data as 4-byte words, indexed from 0 */
-    uint64_t head_sum;             /* of the header (head_sum 0) and the records */
-};
-
-struct part_rec {
-    int32_t blob, dtype, ndim, pad;
-    int64_t dims[CAIRN_MAX_DIMS];
-    uint64_t bytes;
-};
-
-/* This rank's part of one checkpoint: the header and records (one
- * buffer), and the tensors the data comes from or goes to. */
-struct part {
-    char *head; /* struct part_head, then the records */
-    size_t head_bytes;
-    struct tensor **t; /* n_blobs of them, in record order */
-    int n;
-    uint64_t total; /* head_bytes + data */
-};
 
 static struct part_head *head_of(const struct part *p) { return (struct part_head *)p->head; }
 static struct part_rec *recs_of(const struct part *p) { return (struct part_rec *)(p->head + sizeof(struct part_head)); }
@@ -85,15 +51,17 @@ static bool holds(const struct ckpt_view *v, int b)
     return bi->persistent && (bi->type.dist != DIST_REPLICATED || v->group_rank == 0);
 }
 
-static uint64_t head_sum(const struct part *p)
+uint64_t lp_head_sum(char *head, size_t head_bytes)
 {
-    struct part_head *h = head_of(p);
+    struct part_head *h = (struct part_head *)head;
     uint64_t keep = h->head_sum, sum;
     h->head_sum = 0;
-    sum = checksum_part(p->head, 8, (int64_t)(p->head_bytes / 8), 0);
+    sum = checksum_part(head, 8, (int64_t)(head_bytes / 8), 0);
     h->head_sum = keep;
     return sum;
 }
+
+static uint64_t head_sum(const struct part *p) { return lp_head_sum(p->head, p->head_bytes); }
 
 /* The part v's tensors make for position m (its header filled in). */
 static int part_make(const struct ckpt_view *v, const char *identity, const struct ckpt_meta *m,
@@ -197,7 +165,7 @@ static void remove_tree(const char *path);
 
 /* ---- nodes and partners ------------------------------------------------------ */
 
-static int node_count(const struct placement_nodes *n, int k) { return n->start[k + 1] - n->start[k]; }
+int lp_node_count(const struct placement_nodes *n, int k) { return n->start[k + 1] - n->start[k]; }
 
 /* Rank r's partner: the rank of the next node (placement_nodes' order)
  * with r's index among its node's ranks, modulo that node's ranks; -1 on
@@ -206,7 +174,7 @@ static int partner_of(const struct placement_nodes *n, int r)
 {
     if (n->n < 2) return -1;
     int k = (n->node_of[r] + 1) % n->n;
-    return n->rank[n->start[k] + n->local[r] % node_count(n, k)];
+    return n->rank[n->start[k] + n->local[r] % lp_node_count(n, k)];
 }
 
 /* ---- writing ----------------------------------------------------------------- */
@@ -237,7 +205,7 @@ static int send_piece(void *arg, char *data, size_t bytes)
     return 0;
 }
 
-static int part_path(char *out, size_t size, const char *root, const char *name, const char *kind, int r)
+int lp_part_path(char *out, size_t size, const char *root, const char *name, const char *kind, int r)
 {
     int n = snprintf(out, size, "%s/%s/%s%06d", root, name, kind, r);
     return n > 0 && (size_t)n < size ? 0 : cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
@@ -281,7 +249,7 @@ static int receive_partners(const struct ckpt_view *v, const struct placement_no
     char path[4400];
     for (int s = 0; s < v->plan->nranks; s++) {
         if (partner_of(nd, s) != v->rank) continue;
-        int prc = part_path(path, sizeof path, root, name, "partner", s);
+        int prc = lp_part_path(path, sizeof path, root, name, "partner", s);
         prc = receive_copy(v->comm, s, buf, prc ? "" : path);
         if (rc == 0) rc = prc;
     }
@@ -309,7 +277,7 @@ int ckpt_local_write(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HO
     if (rc == 0 && nd.local[v->rank] == 0) remove_tree(dir);
     CAIRN_CHECK(coll_agree(v->comm, rc));
     rc = fsx_private_dir(dir, true);
-    if (rc == 0) rc = part_path(path, sizeof path, root, name, "rank", v->rank);
+    if (rc == 0) rc = lp_part_path(path, sizeof path, root, name, "rank", v->rank);
     if (rc == 0) rc = write_own(path, &p); /* and the header's checksums */
     *mine = (struct ckpt_local_part){.bytes = p.total, .sum = head_of(&p)->data_sum};
     /* what the exchange needs is had before it starts: once a rank posts,
@@ -356,18 +324,17 @@ cleanup:
  * (the smallest wins); KEY_NONE if none.  Every rank of a node sees the
  * node's files: the one that offers a file is r itself where r runs on
  * this node, else the node's rank of index r modulo its ranks. */
-#define KEY_NONE LLONG_MAX
 
 static bool offers(const struct ckpt_view *v, const struct placement_nodes *nd, int r)
 {
     int me = v->rank, k = nd->node_of[me];
     if (nd->node_of[r] == k) return r == me;
-    return nd->local[me] == r % node_count(nd, k);
+    return nd->local[me] == r % lp_node_count(nd, k);
 }
 
 /* Read the header of a copy and hold it against the manifest: 0 if it is
  * the part the manifest lists, CAIRN_ECORRUPT (saying why) if not. */
-static int check_copy(const char *path, int r, const struct ckpt_local_manifest *man)
+int lp_check_copy(const char *path, int r, const struct ckpt_local_manifest *man)
 {
     struct part_head h;
     int fd = fsx_open_nofollow(path, O_RDONLY); /* a link planted in place of a part is no part */
@@ -386,8 +353,6 @@ static int check_copy(const char *path, int r, const struct ckpt_local_manifest 
     return 0;
 }
 
-/* Copies set aside (excl[r]): rank r's own one, its partner copy. */
-enum { EXCL_OWN = 1, EXCL_PARTNER = 2 };
 
 /* Offer the copies on this node that excl does not set aside and that
  * agree with the manifest: keys[r] for every rank; bad[r], whether a copy
@@ -413,7 +378,7 @@ static void scan_node(const struct ckpt_view *v, const struct placement_nodes *n
             !offers(v, nd, r) || excl[r] & (partner ? EXCL_PARTNER : EXCL_OWN))
             continue;
         if (fsx_join(path, sizeof path, dir, de->d_name)) continue;
-        if (check_copy(path, r, man)) {
+        if (lp_check_copy(path, r, man)) {
             bad[r] = 1;
             continue;
         }
@@ -424,7 +389,7 @@ static void scan_node(const struct ckpt_view *v, const struct placement_nodes *n
 }
 
 /* Read a whole file that must have `bytes` bytes into a new buffer. */
-static int read_file(const char *path, uint64_t bytes, char **out)
+int lp_read_file(const char *path, uint64_t bytes, char **out)
 {
     size_t len = 0;
     int rc = fsx_read_private(path, out, &len);
@@ -441,13 +406,8 @@ static int read_file(const char *path, uint64_t bytes, char **out)
  * from peer, into room made beforehand.  The last receive has room for
  * one byte more, so that a longer message is an error too
  * (coll_wait_sized). */
-struct posts {
-    MPI_Request *req;
-    int *sizes;
-    int n;
-};
 
-static int post(struct posts *ps, char *buf, uint64_t bytes, int peer, bool send, MPI_Comm comm)
+int lp_post(struct posts *ps, char *buf, uint64_t bytes, int peer, bool send, MPI_Comm comm)
 {
     for (uint64_t off = 0; off < bytes; off += CHUNK) {
         int len = (int)(bytes - off < CHUNK ? bytes - off : CHUNK);
@@ -460,7 +420,7 @@ static int post(struct posts *ps, char *buf, uint64_t bytes, int peer, bool send
     return 0;
 }
 
-static void posts_free(struct posts *ps)
+void lp_posts_free(struct posts *ps)
 {
     free(ps->req);
     free(ps->sizes);
@@ -544,7 +504,7 @@ cleanup:
 
 /* Replicated blobs come in the group's rank 0 part: to the others now,
  * their type and shape first. */
-static int spread_replicated(const struct ckpt_view *v)
+int lp_spread_replicated(const struct ckpt_view *v)
 {
     int rc = 0;
     if (v->group < 0 || v->group_size < 2) return 0;
@@ -589,8 +549,8 @@ static int prepare_moves(const struct ckpt_view *v, const char *root, const char
     bool partner;
     for (int r = 0; r < size; r++) {
         if (holder_of(keys[r], size, &partner) != me) continue;
-        CAIRN_CHECK(part_path(path, sizeof path, root, name, partner ? "partner" : "rank", r));
-        CAIRN_CHECK(read_file(path, man->parts[r].bytes, &served[r]));
+        CAIRN_CHECK(lp_part_path(path, sizeof path, root, name, partner ? "partner" : "rank", r));
+        CAIRN_CHECK(lp_read_file(path, man->parts[r].bytes, &served[r]));
         if (r != me) nsend += (int)((man->parts[r].bytes + CHUNK - 1) / CHUNK);
     }
     if (holder_of(keys[me], size, &partner) == me) {
@@ -617,9 +577,9 @@ static int move_parts(const struct ckpt_view *v, const struct ckpt_local_manifes
     int rc = 0, size = v->plan->nranks, me = v->rank;
     bool partner;
     int from = holder_of(keys[me], size, &partner);
-    if (from != me) CAIRN_CHECK(post(recvs, buf, man->parts[me].bytes, from, false, v->comm));
+    if (from != me) CAIRN_CHECK(lp_post(recvs, buf, man->parts[me].bytes, from, false, v->comm));
     for (int r = 0; r < size; r++)
-        if (served[r]) CAIRN_CHECK(post(sends, served[r], man->parts[r].bytes, r, true, v->comm));
+        if (served[r]) CAIRN_CHECK(lp_post(sends, served[r], man->parts[r].bytes, r, true, v->comm));
 cleanup:
     /* every message posted completes, or a peer would wait for it */
     if (sends->n) {
@@ -641,8 +601,8 @@ static int why_bad(const struct ckpt_view *v, const struct placement_nodes *nd, 
     char path[4400];
     struct stat st;
     for (int partner = 0; partner < 2 && offers(v, nd, r); partner++)
-        if (part_path(path, sizeof path, root, name, partner ? "partner" : "rank", r) == 0 &&
-            lstat(path, &st) == 0 && check_copy(path, r, man))
+        if (lp_part_path(path, sizeof path, root, name, partner ? "partner" : "rank", r) == 0 &&
+            lstat(path, &st) == 0 && lp_check_copy(path, r, man))
             return CAIRN_ECORRUPT;
     return 0;
 }
@@ -688,8 +648,8 @@ static int fetch_parts(const struct ckpt_view *v, const struct placement_nodes *
 cleanup:
     for (int r = 0; served && r < size; r++) free(served[r]);
     free(served);
-    posts_free(&sends);
-    posts_free(&recvs);
+    lp_posts_free(&sends);
+    lp_posts_free(&recvs);
     return rc;
 }
 
@@ -739,8 +699,11 @@ cleanup:
 
 int ckpt_local_read(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOST_MAX],
                     const char *root, const char *name, const struct ckpt_local_manifest *man,
-                    struct ckpt_io *io, int *partners, char *who, size_t who_size)
+                    struct ckpt_io *io)
 {
+    int *partners = &io->partners;
+    char *who = io->partner_ranks;
+    size_t who_size = sizeof io->partner_ranks;
     int rc = 0, size = v->plan->nranks;
     char identity[17];
     long long *keys = NULL;
@@ -751,8 +714,11 @@ int ckpt_local_read(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOS
     *partners = 0;
     who[0] = '\0';
     CAIRN_CHECK(coll_agree(v->comm, ckpt_local_identity(v->plan, identity)));
+    if ((man->world != size || memcmp(identity, man->identity, 17) != 0) && man->settings && man->n_groups)
+        return lp_resplit(v, hosts, root, name, man, io); /* another layout */
     if (man->world != size || memcmp(identity, man->identity, 17) != 0)
-        CAIRN_FAIL(CAIRN_EINPUT, "it is of %d ranks%s, this run has %d", man->world,
+        CAIRN_FAIL(CAIRN_EINPUT, "it is of %d ranks%s, this run has %d (an older cairn wrote it: it "
+                   "loads on its own layout only)", man->world,
                    man->world == size ? " of another layout or other settings" : "", size);
     rc = placement_nodes(hosts, size, &nd);
     if (rc == 0) rc = part_make(v, identity, &man->meta, &mine); /* which blobs: the records */
@@ -761,7 +727,7 @@ int ckpt_local_read(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOS
     CAIRN_CHECK(coll_agree(v->comm, rc));
     CAIRN_CHECK(fetch_good_parts(v, &nd, root, name, man, &mine, keys, &buf));
     CAIRN_CHECK(coll_agree(v->comm, apply_part(&mine, buf)));
-    CAIRN_CHECK(coll_agree(v->comm, spread_replicated(v)));
+    CAIRN_CHECK(coll_agree(v->comm, lp_spread_replicated(v)));
     for (int r = 0; r < size; r++) {
         bool partner;
         holder_of(keys[r], size, &partner);
@@ -882,90 +848,5 @@ int ckpt_local_check_room(const struct ckpt_view *v, const char (*hosts)[PLACEME
 cleanup:
     free(parts);
     placement_nodes_free(&nd);
-    return rc;
-}
-
-/* ---- the manifest ----------------------------------------------------------------- */
-
-#define MANIFEST_HEAD "# cairn node-local checkpoint v1"
-
-int ckpt_local_manifest_write(const char *path, const struct ckpt_local_manifest *man)
-{
-    struct strbuf b = {0};
-    strbuf_addf(&b, "%s\nepoch %lld\nstep %lld\ndone %d\nidentity %s\nworld %d\n", MANIFEST_HEAD,
-                (long long)man->meta.epoch, (long long)man->meta.step, man->meta.done, man->identity,
-                man->world);
-    for (int r = 0; r < man->world; r++)
-        strbuf_addf(&b, "part %d %llu %016llx\n", r, (unsigned long long)man->parts[r].bytes,
-                    (unsigned long long)man->parts[r].sum);
-    if (man->blas_kernels[0] && !strchr(man->blas_kernels, '\n')) /* optional: older manifests lack it */
-        strbuf_addf(&b, "blas %s\n", man->blas_kernels);
-    int rc = strbuf_finish(&b);
-    if (rc == 0) rc = fsx_write_atomic(path, strbuf_str(&b), b.len, 0);
-    strbuf_free(&b);
-    return rc;
-}
-
-void ckpt_local_manifest_free(struct ckpt_local_manifest *man)
-{
-    free(man->parts);
-    man->parts = NULL;
-}
-
-/* The next line of text (NUL-terminated in place), or NULL. */
-static char *next_line(char **at)
-{
-    char *s = *at;
-    if (!s || !*s) return NULL;
-    char *nl = strchr(s, '\n');
-    if (nl) *nl = '\0';
-    *at = nl ? nl + 1 : s + strlen(s);
-    return s;
-}
-
-#define MANIFEST_MAX_WORLD (1 << 24)
-
-int ckpt_local_manifest_read(const char *path, struct ckpt_local_manifest *man)
-{
-    int rc = 0, line = 0;
-    char *text = NULL, *at, *s;
-    size_t len = 0;
-    long long e = -1, st = -1, world = -1;
-    int done = -1;
-    char id[32] = "", tail = 0;
-    *man = (struct ckpt_local_manifest){0};
-    CAIRN_CHECK(fsx_read_all(path, &text, &len));
-    at = text;
-#define BAD() CAIRN_FAIL(CAIRN_ECORRUPT, "%s:%d: not a node-local checkpoint manifest", path, line)
-    if (++line, !(s = next_line(&at)) || strcmp(s, MANIFEST_HEAD) != 0) BAD();
-    if (++line, !(s = next_line(&at)) || sscanf(s, "epoch %lld%c", &e, &tail) != 1 || e < 0) BAD();
-    if (++line, !(s = next_line(&at)) || sscanf(s, "step %lld%c", &st, &tail) != 1 || st < 0) BAD();
-    if (++line, !(s = next_line(&at)) || sscanf(s, "done %d%c", &done, &tail) != 1 || done < 0 || done > 1) BAD();
-    if (++line, !(s = next_line(&at)) || sscanf(s, "identity %16[0-9a-f]%c", id, &tail) != 1 || strlen(id) != 16) BAD();
-    if (++line, !(s = next_line(&at)) || sscanf(s, "world %lld%c", &world, &tail) != 1 || world < 1 ||
-        world > MANIFEST_MAX_WORLD) BAD();
-    man->meta = (struct ckpt_meta){.epoch = e, .step = st, .done = done};
-    memcpy(man->identity, id, 17);
-    man->world = (int)world;
-    CAIRN_CHECK_ALLOC(man->parts = calloc((size_t)world, sizeof *man->parts));
-    for (int r = 0; r < man->world; r++) {
-        int got = -1;
-        unsigned long long bytes = 0, sum = 0;
-        if (++line, !(s = next_line(&at)) ||
-            sscanf(s, "part %d %llu %16llx%c", &got, &bytes, &sum, &tail) != 3 || got != r ||
-            bytes < sizeof(struct part_head))
-            BAD();
-        man->parts[r] = (struct ckpt_local_part){.bytes = bytes, .sum = sum};
-    }
-    s = next_line(&at);
-    if (s && strncmp(s, "blas ", 5) == 0) {
-        snprintf(man->blas_kernels, sizeof man->blas_kernels, "%s", s + 5);
-        ++line, s = next_line(&at);
-    }
-    if (++line, s) BAD();
-#undef BAD
-cleanup:
-    free(text);
-    if (rc) ckpt_local_manifest_free(man);
     return rc;
 }

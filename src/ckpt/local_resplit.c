@@ -1,0 +1,523 @@
+/* A node-local checkpoint loaded on another layout (lp_resplit): after a
+ * node is lost the world shrinks, and the parts the ranks wrote no longer
+ * match the ranks that read them.  As with the shared file, the state is
+ * re-split: sharded blobs by block_range over the new group's ranks,
+ * replicated ones to the group's rank 0 and then broadcast, per-rank ones
+ * only onto a group of the same size.
+ *
+ * The manifest names the writer's groups and settings.  Each old part is
+ * read whole by one rank of a node that has a copy of it (its own copy
+ * first, else the partner copy), checked there against the manifest
+ * (header, size, records, checksum), and its rows sent to the ranks that
+ * own them now, one blob at a time.  A copy that fails its check is set
+ * aside for the part's other copy. */
+#include "ckpt_priv.h"
+#include "local_priv.h"
+
+#include "cairn/checksum.h"
+#include "cairn/clock.h"
+#include "cairn/coll.h"
+#include "cairn/error.h"
+#include "cairn/partition.h"
+#include "cairn/plan.h"
+#include "cairn/strbuf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define SLOT (CAIRN_MAX_DIMS + 1) /* a record's shape: ndim, then its dimensions */
+
+/* The writer's layout and, once fetched, the parts this rank holds. */
+struct old {
+    const struct ckpt_local_manifest *man;
+    struct contents c; /* its settings, parsed: blobs in order, groups contiguous */
+    int W, R;          /* its world; the most records a part holds */
+    int *group_of;     /* W: each old rank's group in man->groups, -1 for a spare */
+    int *entry0;       /* man->n_groups: each group's first entry in c, -1 if none */
+    char **held;       /* W: the parts this rank read, NULL for the others */
+    long long *keys;   /* W: who holds each part (holder + size if a partner copy) */
+    int64_t *shapes;   /* W * R * SLOT: every record's shape, every rank alike */
+};
+
+static void old_free(struct old *o)
+{
+    for (int r = 0; o->held && r < o->W; r++) free(o->held[r]);
+    free(o->held);
+    free(o->keys);
+    free(o->shapes);
+    free(o->group_of);
+    free(o->entry0);
+    ckf_contents_free(&o->c);
+}
+
+static int man_group(const struct ckpt_local_manifest *man, const char *name)
+{
+    for (int g = 0; g < man->n_groups; g++)
+        if (strcmp(man->groups[g].name, name) == 0) return g;
+    return -1;
+}
+
+/* Does old group rank j's part hold entry e (a replicated blob: rank 0's alone)? */
+static bool part_holds(const struct entry *e, int j) { return e->dist != DIST_REPLICATED || j == 0; }
+
+/* The record of entry ei in old rank r's part, or -1. */
+static int rec_of(const struct old *o, int r, int ei)
+{
+    int g = o->group_of[r], j = r - o->man->groups[g].first, k = 0;
+    if (!part_holds(&o->c.v[ei], j)) return -1;
+    for (int i = o->entry0[g]; i < ei; i++) k += part_holds(&o->c.v[i], j);
+    return k;
+}
+
+static int records_of(const struct old *o, int r)
+{
+    int g = o->group_of[r], n = 0;
+    if (g < 0 || o->entry0[g] < 0) return 0;
+    for (int i = o->entry0[g]; i < o->c.n && strcmp(o->c.v[i].group, o->man->groups[g].name) == 0; i++)
+        n += part_holds(&o->c.v[i], r - o->man->groups[g].first);
+    return n;
+}
+
+/* The writer's layout from the manifest, checked: the settings fit this
+ * job, the groups cover what the settings name. */
+static int old_layout(const struct ckpt_view *v, const char *name, const struct ckpt_local_manifest *man, struct old *o)
+{
+    int rc = 0;
+    char what[300];
+    *o = (struct old){.man = man, .W = man->world};
+    o->c.settings = strdup(man->settings);
+    CAIRN_CHECK_ALLOC(o->c.settings);
+    CAIRN_CHECK(ckf_parse_settings(man->settings, &o->c));
+    snprintf(what, sizeof what, "the node-local checkpoint %s", name);
+    CAIRN_CHECK(ckf_check_settings(&o->c, what, v->plan));
+    CAIRN_CHECK_ALLOC(o->group_of = malloc((size_t)o->W * sizeof *o->group_of));
+    CAIRN_CHECK_ALLOC(o->entry0 = malloc(((size_t)man->n_groups + 1) * sizeof *o->entry0));
+    for (int r = 0; r < o->W; r++) o->group_of[r] = -1;
+    for (int g = 0; g < man->n_groups; g++) {
+        o->entry0[g] = -1;
+        for (int r = man->groups[g].first; r < man->groups[g].first + man->groups[g].nranks; r++) {
+            if (o->group_of[r] >= 0) CAIRN_FAIL(CAIRN_ECORRUPT, "%s: its groups overlap", what);
+            o->group_of[r] = g;
+        }
+    }
+    for (int i = 0; i < o->c.n; i++) {
+        int g = man_group(man, o->c.v[i].group);
+        if (g < 0) CAIRN_FAIL(CAIRN_ECORRUPT, "%s: no group %s in its manifest", what, o->c.v[i].group);
+        if (o->entry0[g] < 0) o->entry0[g] = i;
+        o->c.v[i].ranks = man->groups[g].nranks;
+    }
+    for (int r = 0; r < o->W; r++)
+        if (records_of(o, r) > o->R) o->R = records_of(o, r);
+cleanup:
+    return rc;
+}
+
+/* ---- finding and checking the parts -------------------------------------------- */
+
+/* Offer this node's copies of every old part (the node's rank of index r
+ * modulo its ranks offers part r), except those excl sets aside. */
+static void scan(const struct ckpt_view *v, const struct placement_nodes *nd, const char *root, const char *name,
+                 const struct old *o, const unsigned char *excl)
+{
+    int me = v->rank, size = v->plan->nranks, k = nd->node_of[me];
+    char path[4400];
+    struct stat st;
+    for (int r = 0; r < o->W; r++) {
+        o->keys[r] = KEY_NONE;
+        if (nd->local[me] != r % lp_node_count(nd, k)) continue;
+        for (int partner = 0; partner < 2 && o->keys[r] == KEY_NONE; partner++)
+            if (!(excl[r] & (partner ? EXCL_PARTNER : EXCL_OWN)) &&
+                lp_part_path(path, sizeof path, root, name, partner ? "partner" : "rank", r) == 0 &&
+                lstat(path, &st) == 0 && lp_check_copy(path, r, o->man) == 0)
+                o->keys[r] = (long long)partner * size + me;
+    }
+}
+
+/* Hold old part r (bytes long, read into buf) against the manifest and
+ * the writer's settings: header, records and checksum. */
+static int check_old(const struct old *o, int r, char *buf, uint64_t bytes)
+{
+    const struct ckpt_local_manifest *man = o->man;
+    const struct part_head *h = (const struct part_head *)buf;
+    int n = records_of(o, r);
+    size_t head = sizeof *h + (size_t)n * sizeof(struct part_rec);
+    if (bytes < head || memcmp(h->magic, PART_MAGIC, 8) != 0 || h->version != PART_VERSION || h->rank != r ||
+        h->n_blobs != (uint32_t)n || h->head_sum != lp_head_sum(buf, head))
+        return cairn_err_set(CAIRN_ECORRUPT, __FILE__, __LINE__, "rank %d's part has a damaged header", r);
+    if (h->epoch != man->meta.epoch || h->step != man->meta.step || h->done != man->meta.done ||
+        h->world != man->world || memcmp(h->identity, man->identity, 17) != 0 || h->data_bytes != bytes - head)
+        return cairn_err_set(CAIRN_ECORRUPT, __FILE__, __LINE__, "rank %d's part disagrees with the manifest", r);
+    const struct part_rec *rec = (const struct part_rec *)(buf + sizeof *h);
+    uint64_t data = 0, sum = 0;
+    int64_t first = 0;
+    for (int ei = 0; ei < o->c.n; ei++) {
+        int k = o->group_of[r] >= 0 && strcmp(o->c.v[ei].group, man->groups[o->group_of[r]].name) == 0
+                    ? rec_of(o, r, ei) : -1;
+        if (k < 0) continue;
+        const struct entry *e = &o->c.v[ei];
+        const struct part_rec *x = &rec[k];
+        uint64_t elems = 1;
+        bool ok = x->dtype == (int32_t)e->dtype && x->ndim >= 0 && x->ndim <= CAIRN_MAX_DIMS &&
+                  (e->shape.ndim < 0 || x->ndim == e->shape.ndim) && (e->dist != DIST_SHARDED || x->ndim > 0);
+        for (int d = 0; ok && d < x->ndim; d++) {
+            bool pinned = e->shape.ndim >= 0 && e->shape.d[d] >= 0 && (d > 0 || e->dist == DIST_REPLICATED);
+            ok = x->dims[d] >= 0 && x->dims[d] <= (INT64_C(1) << 50) && (!pinned || x->dims[d] == e->shape.d[d]) &&
+                 (x->dims[d] == 0 || elems <= (UINT64_MAX >> 4) / (uint64_t)x->dims[d]);
+            elems *= ok ? (uint64_t)x->dims[d] : 1;
+        }
+        if (!ok || elems * dtype_size(e->dtype) != x->bytes || x->bytes > h->data_bytes - data)
+            return cairn_err_set(CAIRN_ECORRUPT, __FILE__, __LINE__,
+                                 "rank %d's part holds another type or shape of %s/%s than its settings", r,
+                                 e->group, e->blob);
+        int64_t words = (int64_t)(x->bytes / 4);
+        sum += checksum_part(buf + head + data, 4, words, first);
+        first += words;
+        data += x->bytes;
+    }
+    if (data != h->data_bytes || sum != h->data_sum || sum != man->parts[r].sum)
+        return cairn_err_set(CAIRN_ECORRUPT, __FILE__, __LINE__, "rank %d's part fails its checksum", r);
+    return 0;
+}
+
+/* Read and check the parts this rank holds; failed[r] for each that fails. */
+static int read_held(const struct ckpt_view *v, const char *root, const char *name, struct old *o, int *failed)
+{
+    int size = v->plan->nranks, first = 0;
+    char path[4400];
+    for (int r = 0; r < o->W; r++) {
+        failed[r] = 0;
+        if (o->keys[r] == KEY_NONE || o->keys[r] % size != v->rank || o->held[r]) continue;
+        bool partner = o->keys[r] >= size;
+        int rc = lp_part_path(path, sizeof path, root, name, partner ? "partner" : "rank", r);
+        if (rc == 0) rc = lp_read_file(path, o->man->parts[r].bytes, &o->held[r]);
+        if (rc == 0) rc = check_old(o, r, o->held[r], o->man->parts[r].bytes);
+        if (rc == CAIRN_ENOMEM) return rc;
+        if (rc) {
+            free(o->held[r]);
+            o->held[r] = NULL;
+            failed[r] = 1;
+            first = first ? first : rc; /* this rank's first reason stays its error */
+        }
+    }
+    return first;
+}
+
+/* Every old part read and checked by one rank; a copy that fails is set
+ * aside for the other.  Fails alike everywhere: CAIRN_ENOCKPT (a part on
+ * no node left) or CAIRN_ECORRUPT (its last copy's reason). */
+static int fetch_all(const struct ckpt_view *v, const struct placement_nodes *nd, const char *root,
+                     const char *name, struct old *o)
+{
+    int rc = 0, W = o->W;
+    unsigned char *excl = calloc((size_t)W + 1, 1);
+    int *failed = calloc((size_t)W + 1, sizeof *failed);
+    char damaged[1024] = "";
+    CAIRN_CHECK(coll_agree(v->comm, excl && failed ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__,
+                                                                        "out of memory")));
+    for (int round = 0; round < 3; round++) {
+        scan(v, nd, root, name, o, excl);
+        CAIRN_CHECK(coll_allreduce(MPI_IN_PLACE, o->keys, W, MPI_LONG_LONG, MPI_MIN, v->comm));
+        for (int r = 0; r < W; r++)
+            if (o->keys[r] == KEY_NONE) {
+                if (damaged[0]) CAIRN_FAIL(CAIRN_ECORRUPT, "%s", damaged);
+                CAIRN_FAIL(CAIRN_ENOCKPT, "no node of this run holds rank %d's part (its own copy and its "
+                                          "partner copy were on nodes it does not have)", r);
+            }
+        int crc = read_held(v, root, name, o, failed);
+        CAIRN_CHECK(coll_allreduce(MPI_IN_PLACE, failed, W, MPI_INT, MPI_MAX, v->comm));
+        bool any = false;
+        for (int r = 0; r < W; r++) any |= failed[r] != 0;
+        if (!any) goto cleanup;
+        rc = coll_agree(v->comm, crc);
+        snprintf(damaged, sizeof damaged, "%s", cairn_errmsg());
+        if (rc == CAIRN_ENOMEM) goto cleanup;
+        rc = 0;
+        for (int r = 0; r < W; r++)
+            if (failed[r]) excl[r] |= o->keys[r] >= v->plan->nranks ? EXCL_PARTNER : EXCL_OWN;
+    }
+    CAIRN_FAIL(CAIRN_ECORRUPT, "%s", damaged);
+cleanup:
+    free(excl);
+    free(failed);
+    return rc;
+}
+
+/* Every record's shape to every rank (its holder knows it). */
+static int share_shapes(const struct ckpt_view *v, struct old *o)
+{
+    size_t n = (size_t)o->W * (size_t)(o->R ? o->R : 1) * SLOT;
+    if (n > INT32_MAX) return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "too many parts to re-split");
+    int rc = coll_agree(v->comm, (o->shapes = malloc(n * sizeof *o->shapes))
+                                     ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory"));
+    if (rc) return rc;
+    for (size_t i = 0; i < n; i++) o->shapes[i] = -1;
+    for (int r = 0; r < o->W; r++) {
+        if (!o->held[r]) continue;
+        const struct part_rec *rec = (const struct part_rec *)(o->held[r] + sizeof(struct part_head));
+        for (int k = 0; k < records_of(o, r); k++) {
+            int64_t *s = &o->shapes[((size_t)r * (size_t)o->R + (size_t)k) * SLOT];
+            s[0] = rec[k].ndim;
+            for (int d = 0; d < rec[k].ndim; d++) s[1 + d] = rec[k].dims[d];
+        }
+    }
+    return coll_allreduce(MPI_IN_PLACE, o->shapes, (int)n, MPI_INT64_T, MPI_MAX, v->comm);
+}
+
+static const int64_t *shape_of(const struct old *o, int r, int k)
+{
+    return &o->shapes[((size_t)r * (size_t)o->R + (size_t)k) * SLOT];
+}
+
+/* Where record k's data starts in old part r (its holder's buffer). */
+static uint64_t data_at(const struct old *o, int r, int k)
+{
+    const struct part_rec *rec = (const struct part_rec *)(o->held[r] + sizeof(struct part_head));
+    uint64_t at = sizeof(struct part_head) + (uint64_t)records_of(o, r) * sizeof(struct part_rec);
+    for (int i = 0; i < k; i++) at += rec[i].bytes;
+    return at;
+}
+
+/* ---- moving the rows -------------------------------------------------------------- */
+
+/* One blob of the new plan and where its rows come from. */
+struct move {
+    int group, blob; /* in the new plan */
+    int ei, og;      /* its entry in the old settings, that entry's old group */
+    enum dtype dtype;
+    struct shape whole; /* the blob's global shape (sharded), one part's (per-rank, replicated) */
+    int64_t per;        /* elements per row */
+};
+
+/* The blob's shape from the old parts' records (the same on every rank),
+ * checked: a sharded blob's parts agree beyond their rows. */
+static int plan_move(const struct ckpt_view *v, const struct old *o, int g, int b, struct move *mv)
+{
+    const struct plan *p = v->plan;
+    const struct group *gr = &p->groups[g];
+    const char *src = gr->name;
+    if (man_group(o->man, src) < 0 && gr->family) src = p->groups[ckf_family_first(p, gr->family)].name;
+    *mv = (struct move){.group = g, .blob = b, .ei = -1, .og = man_group(o->man, src)};
+    for (int i = 0; i < o->c.n && mv->og >= 0; i++)
+        if (strcmp(o->c.v[i].group, src) == 0 && strcmp(o->c.v[i].blob, gr->blobs[b].name) == 0) mv->ei = i;
+    if (mv->ei < 0) return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "no blob %s/%s in it", src, gr->blobs[b].name);
+    const struct entry *e = &o->c.v[mv->ei];
+    const struct ckpt_local_group *og = &o->man->groups[mv->og];
+    if (e->dist == DIST_LOCAL && og->nranks != gr->nranks)
+        return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__,
+                             "%s/%s is per-rank state of %d ranks and group %s now has %d; per-rank state is "
+                             "never redistributed: resume with %d ranks in group %s", e->group, e->blob,
+                             og->nranks, gr->name, gr->nranks, og->nranks, gr->name);
+    mv->dtype = e->dtype;
+    const int64_t *s0 = shape_of(o, og->first, rec_of(o, og->first, mv->ei));
+    mv->whole.ndim = (int)s0[0];
+    for (int d = 0; d < mv->whole.ndim; d++) mv->whole.d[d] = s0[1 + d];
+    mv->per = 1;
+    for (int d = 1; d < mv->whole.ndim; d++) mv->per *= mv->whole.d[d];
+    if (e->dist != DIST_SHARDED) return 0;
+    int64_t rows = 0;
+    for (int j = 0; j < og->nranks; j++) {
+        const int64_t *s = shape_of(o, og->first + j, rec_of(o, og->first + j, mv->ei));
+        bool same = s[0] == s0[0];
+        for (int d = 1; same && d < s[0]; d++) same = s[1 + d] == s0[1 + d];
+        if (!same) return cairn_err_set(CAIRN_ECORRUPT, __FILE__, __LINE__, "the parts of %s/%s disagree on its "
+                                        "shape", e->group, e->blob);
+        rows += s[1];
+    }
+    mv->whole.d[0] = rows;
+    return 0;
+}
+
+/* Rows [lo, hi) of old group rank j's block of blob mv (each j's block
+ * follows the ones before). */
+static void old_rows(const struct old *o, const struct move *mv, int j, int64_t *lo, int64_t *hi)
+{
+    const struct ckpt_local_group *og = &o->man->groups[mv->og];
+    *lo = 0;
+    for (int i = 0; i < j; i++) *lo += shape_of(o, og->first + i, rec_of(o, og->first + i, mv->ei))[1];
+    *hi = *lo + shape_of(o, og->first + j, rec_of(o, og->first + j, mv->ei))[1];
+}
+
+/* The pieces of a move, each once on its sender and its receiver: from
+ * old group rank j (held by `from`) to new group rank i, `bytes` bytes
+ * at `src` of the part and `dst` of the tensor. */
+typedef int piece_fn(void *arg, int j, int i, int from, uint64_t src, uint64_t dst, uint64_t bytes);
+
+static int pieces(const struct ckpt_view *v, const struct old *o, const struct move *mv, piece_fn *fn, void *arg)
+{
+    int rc = 0, size = v->plan->nranks;
+    const struct entry *e = &o->c.v[mv->ei];
+    const struct ckpt_local_group *og = &o->man->groups[mv->og];
+    int n = v->plan->groups[mv->group].nranks;
+    uint64_t row = (uint64_t)mv->per * dtype_size(mv->dtype);
+    for (int j = 0; j < og->nranks; j++) {
+        int r = og->first + j, k = rec_of(o, r, mv->ei), from = (int)(o->keys[r] % size);
+        if (k < 0) continue;
+        uint64_t at = o->held[r] ? data_at(o, r, k) : 0;
+        if (e->dist == DIST_REPLICATED || e->dist == DIST_LOCAL) { /* whole, to group rank 0 or j */
+            const int64_t *s = shape_of(o, r, k);
+            uint64_t bytes = dtype_size(mv->dtype);
+            for (int d = 0; d < s[0]; d++) bytes *= (uint64_t)s[1 + d];
+            CAIRN_CHECK(fn(arg, j, e->dist == DIST_REPLICATED ? 0 : j, from, at, 0, bytes));
+            continue;
+        }
+        int64_t a, b;
+        old_rows(o, mv, j, &a, &b);
+        for (int i = 0; i < n; i++) {
+            int64_t lo, hi;
+            block_range(mv->whole.d[0], n, i, &lo, &hi);
+            int64_t x = a > lo ? a : lo, y = b < hi ? b : hi;
+            if (x < y)
+                CAIRN_CHECK(fn(arg, j, i, from, at + (uint64_t)(x - a) * row, (uint64_t)(x - lo) * row,
+                               (uint64_t)(y - x) * row));
+        }
+    }
+cleanup:
+    return rc;
+}
+
+/* Posting one blob's pieces: counting them, then sending and receiving. */
+struct poster {
+    const struct ckpt_view *v;
+    const struct old *o;
+    const struct move *mv;
+    struct posts sends, recvs;
+    int nsend, nrecv;
+    bool post;
+    uint64_t got;
+};
+
+static int chunks(uint64_t bytes) { return (int)((bytes + CHUNK - 1) / CHUNK); }
+
+static int post_piece(void *arg, int j, int i, int from, uint64_t src, uint64_t dst, uint64_t bytes)
+{
+    struct poster *ps = arg;
+    const struct ckpt_view *v = ps->v;
+    int first = v->plan->groups[ps->mv->group].first, to = first + i, r = ps->o->man->groups[ps->mv->og].first + j;
+    bool mine = v->group == ps->mv->group && v->group_rank == i;
+    if (!bytes) return 0;
+    if (!ps->post) { /* counting */
+        ps->nsend += from == v->rank ? chunks(bytes) : 0;
+        ps->nrecv += mine ? chunks(bytes) : 0;
+        return 0;
+    }
+    int rc = 0;
+    if (from == v->rank) rc = lp_post(&ps->sends, ps->o->held[r] + src, bytes, to, true, v->comm);
+    if (rc == 0 && mine) {
+        rc = lp_post(&ps->recvs, (char *)v->tensors[ps->mv->blob]->data + dst, bytes, from, false, v->comm);
+        ps->got += bytes;
+    }
+    return rc;
+}
+
+/* This rank's tensor of blob mv, sized for what it receives. */
+static int size_tensor(const struct ckpt_view *v, const struct old *o, const struct move *mv)
+{
+    const struct entry *e = &o->c.v[mv->ei];
+    int n = v->plan->groups[mv->group].nranks;
+    struct shape s = mv->whole;
+    if (v->group != mv->group || (e->dist == DIST_REPLICATED && v->group_rank != 0)) return 0;
+    if (e->dist == DIST_SHARDED) {
+        int64_t lo, hi;
+        block_range(s.d[0], n, v->group_rank, &lo, &hi);
+        s.d[0] = hi - lo;
+    } else if (e->dist == DIST_LOCAL) {
+        const struct ckpt_local_group *og = &o->man->groups[mv->og];
+        int r = og->first + v->group_rank;
+        const int64_t *x = shape_of(o, r, rec_of(o, r, mv->ei));
+        s.ndim = (int)x[0];
+        for (int d = 0; d < s.ndim; d++) s.d[d] = x[1 + d];
+    }
+    return tensor_resize(v->tensors[mv->blob], mv->dtype, &s);
+}
+
+/* Move one blob's rows.  Everything is had before anything is posted:
+ * once a rank posts, only MPI itself may fail. */
+static int move_blob(const struct ckpt_view *v, const struct old *o, const struct move *mv, uint64_t *got)
+{
+    int rc = 0;
+    struct poster ps = {.v = v, .o = o, .mv = mv};
+    rc = size_tensor(v, o, mv);
+    if (rc == 0) rc = pieces(v, o, mv, post_piece, &ps);
+    if (rc == 0) {
+        ps.sends.req = malloc(((size_t)ps.nsend + 1) * sizeof *ps.sends.req);
+        ps.sends.sizes = malloc(((size_t)ps.nsend + 1) * sizeof *ps.sends.sizes);
+        ps.recvs.req = malloc(((size_t)ps.nrecv + 1) * sizeof *ps.recvs.req);
+        ps.recvs.sizes = malloc(((size_t)ps.nrecv + 1) * sizeof *ps.recvs.sizes);
+        if (!ps.sends.req || !ps.sends.sizes || !ps.recvs.req || !ps.recvs.sizes)
+            rc = cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    }
+    CAIRN_CHECK(coll_agree(v->comm, rc));
+    ps.post = true;
+    rc = pieces(v, o, mv, post_piece, &ps);
+    /* every message posted completes, or a peer would wait for it */
+    int wrc = ps.sends.n ? coll_wait(ps.sends.n, ps.sends.req) : 0;
+    if (rc == 0) rc = wrc;
+    wrc = ps.recvs.n ? coll_wait_sized(ps.recvs.n, ps.recvs.req, ps.recvs.sizes) : 0;
+    if (rc == 0) rc = wrc;
+    *got += ps.got;
+    rc = coll_agree(v->comm, rc);
+cleanup:
+    lp_posts_free(&ps.sends);
+    lp_posts_free(&ps.recvs);
+    return rc;
+}
+
+/* "world 6 -> 4 ranks, ps 4 -> 2" */
+static void describe_change(const struct ckpt_view *v, const struct old *o, char *out, size_t size)
+{
+    const struct plan *p = v->plan;
+    struct strbuf b = {0};
+    if (o->W != p->nranks) strbuf_addf(&b, "world %d -> %d ranks", o->W, p->nranks);
+    for (int g = 0; g < o->man->n_groups; g++) {
+        int k = plan_find_group(p, o->man->groups[g].name);
+        if (k >= 0 && p->groups[k].nranks != o->man->groups[g].nranks)
+            strbuf_addf(&b, "%s%s %d -> %d", b.len ? ", " : "", p->groups[k].name, o->man->groups[g].nranks,
+                        p->groups[k].nranks);
+    }
+    const char **names = malloc(((size_t)o->man->n_groups + 1) * sizeof *names);
+    for (int g = 0; names && g < o->man->n_groups; g++) names[g] = o->man->groups[g].name;
+    if (names) ckf_family_change(p, names, o->man->n_groups, &b);
+    free(names);
+    snprintf(out, size, "%s", strbuf_str(&b));
+    strbuf_free(&b);
+}
+
+int lp_resplit(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOST_MAX], const char *root,
+               const char *name, const struct ckpt_local_manifest *man, struct ckpt_io *io)
+{
+    int rc = 0, size = v->plan->nranks, n = ckf_count_persistent(v->plan), k = 0;
+    double t0 = clock_now();
+    struct old o = {0};
+    struct placement_nodes nd = {0};
+    struct move *mv = calloc((size_t)n + 1, sizeof *mv);
+    rc = mv ? old_layout(v, name, man, &o) : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    if (rc == 0) rc = placement_nodes(hosts, size, &nd);
+    if (rc == 0 && !((o.held = calloc((size_t)o.W, sizeof *o.held)) && (o.keys = malloc((size_t)o.W * sizeof *o.keys))))
+        rc = cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    CAIRN_CHECK(coll_agree(v->comm, rc));
+    CAIRN_CHECK(fetch_all(v, &nd, root, name, &o));
+    CAIRN_CHECK(share_shapes(v, &o));
+    /* every blob's plan first, the same on every rank: no rank posts a
+     * message for a blob another rank refuses */
+    for (int g = 0; rc == 0 && g < v->plan->n_groups; g++)
+        for (int b = 0; rc == 0 && b < v->plan->groups[g].n_blobs; b++)
+            if (v->plan->groups[g].blobs[b].persistent) rc = plan_move(v, &o, g, b, &mv[k++]);
+    CAIRN_CHECK(coll_agree(v->comm, rc));
+    for (int i = 0; i < n; i++) CAIRN_CHECK(move_blob(v, &o, &mv[i], &io->bytes));
+    CAIRN_CHECK(coll_agree(v->comm, lp_spread_replicated(v)));
+    describe_change(v, &o, io->layout_change, sizeof io->layout_change);
+    for (int r = 0; r < o.W; r++) {
+        if (o.keys[r] < size) continue;
+        size_t len = strlen(io->partner_ranks);
+        snprintf(io->partner_ranks + len, sizeof io->partner_ranks - len, "%s%d", io->partners ? ", " : "", r);
+        io->partners++;
+    }
+    io->seconds = clock_now() - t0;
+cleanup:
+    old_free(&o);
+    placement_nodes_free(&nd);
+    free(mv);
+    return rc;
+}
