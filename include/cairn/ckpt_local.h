@@ -117,5 +117,12 @@ int ckpt_local_manifest_bcast(struct ckpt_local_manifest *man, MPI_Comm comm);
  * verified part to out.  A part whose copies are all on other nodes is
  * named, not checked ("elsewhere").  0, CAIRN_ECORRUPT or CAIRN_EINPUT. */
 int ckpt_local_verify(const char *path, const struct plan *job, FILE *out);
+/* Serial: blobs ("group/blob") of the node-local checkpoint whose
+ * manifest is at path, each joined whole from the parts found on this
+ * node and checked, into a new file out, as ckpt_file_extract writes
+ * (attributes epoch, step and seed).  Errors: CAIRN_EINPUT (no such blob,
+ * an older manifest), CAIRN_ENOCKPT (a part not on this node),
+ * CAIRN_ECORRUPT. */
+int ckpt_local_extract(const char *path, const char *const *blobs, int n, const char *out);
 
 #endif

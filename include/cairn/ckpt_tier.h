@@ -16,7 +16,7 @@
  *
  *   save     write (collective) -> commit (rank 0) -> prune (collective)
  *   resume   the index (rank 0) -> read (collective)
- *   tools    verify (serial)
+ *   tools    verify, extract (serial)
  *
  * Errors are the same on every rank where the call is collective. */
 #ifndef CAIRN_CKPT_TIER_H
@@ -67,6 +67,9 @@ struct ckpt_tier_ops {
      * loader would, for job if not NULL; a line per verified piece to out.
      * 0, CAIRN_ECORRUPT or CAIRN_EINPUT, as ckpt_file_verify. */
     int (*verify)(const char *path, const struct plan *job, FILE *out);
+    /* Serial: blobs ("group/blob") of the checkpoint at path, verified,
+     * whole, into a new HDF5 file out (datasets /group/blob). */
+    int (*extract)(const char *path, const char *const *blobs, int n, const char *out);
 };
 
 extern const struct ckpt_tier_ops ckpt_tier_shared, ckpt_tier_local;

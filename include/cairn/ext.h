@@ -5,9 +5,12 @@
  * top-level job-file keys, adds
  * groups and generated tasks to the plan, asks the layout for the
  * communicators it needs, keeps per-rank state at run time, and brings its
- * own ops (ext_def.ops), whose kernels get that state as op_call.state.  The core (config,
- * plan, layout, runner, exec) calls only the hooks below and never names an
- * extension; src/app/registry.c lists the ones linked in.
+ * own ops (ext_def.ops), whose kernels get that state as op_call.state, and
+ * commands (ext_def.commands).  The core (config, plan, layout, runner,
+ * exec, the command line) calls only the hooks below and never names an
+ * extension; src/app/registry.c lists the ones linked in.  What an
+ * extension needs of the core comes through this header: cfg.h to read its
+ * job-file keys, cmdline.h for its commands.
  *
  * Collective hooks are collective on the world (every rank calls them, in
  * or out of the extension's groups). */
@@ -15,6 +18,7 @@
 #define CAIRN_EXT_H
 
 #include "cairn/cfg.h"
+#include "cairn/cmdline.h"
 
 #include <libconfig.h>
 #include <mpi.h>
@@ -29,10 +33,23 @@ struct strbuf;
 
 struct op_def;
 
+/* A command of an extension's own: `cairn NAME ...`, or `cairn data KIND
+ * ...` for a data set tool (NAME "data KIND"). */
+struct ext_command {
+    const char *name;
+    const char *synopsis; /* its lines in `cairn --help` (or `cairn data --help`) */
+    const char *about;    /* a data tool's explanation in `cairn data --help`, or NULL */
+    /* argv[0] is the command's last word; returns the process exit code
+     * (cmdline.h has what the core's commands use). */
+    int (*run)(int argc, char **argv);
+};
+
 struct ext_def {
     const char *name;
     /* Its ops, NULL-terminated: listed after the core's (op_all). */
     const struct op_def *const *ops;
+    /* Its commands, ended by one without a name; NULL for none. */
+    const struct ext_command *commands;
     /* ---- the job file (config.c) ---- */
     const char *const *keys;      /* top-level keys it owns, NULL-terminated */
     const char *const *stop_keys; /* keys of the stop section it owns, NULL-terminated */

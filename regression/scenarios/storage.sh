@@ -30,6 +30,10 @@ mpi lm-s2 3 run "$G/lm.cfg" --run-dir lm2to1 --set stop.max_epochs=1
 mpi lm-to-s1 2 run "$G/lm.cfg" --run-dir lm2to1 --set pipeline.stages=1
 expect_rc stages/lm-2-to-1 lm-to-s1 0
 same_bytes stages/lm-2-to-1-as-uninterrupted lm/model.h5 lm2to1/model.h5
+mpi mlp-r1 4 run "$G/mlp.cfg" --run-dir r1to2 --set stop.max_epochs=2
+mpi mlp-to-r2 6 run "$G/mlp.cfg" --run-dir r1to2 --set replicas=2
+expect_rc replicas/1-to-2 mlp-to-r2 0
+same_bytes replicas/1-to-2-as-uninterrupted mlp/model.h5 r1to2/model.h5
 run verify-s1 "$CAIRN" ckpt verify mlp/ckpt/ckpt-e000003.h5 --job "$G/mlp.cfg" --set pipeline.stages=1
 expect_rc stages/verify-fits-1-stage verify-s1 0
 # a stage's other state is still checked: a checkpoint of another model is refused
@@ -51,6 +55,12 @@ local_first first-a rs
 run verify-local "$CAIRN" ckpt verify rs/ckpt/local/ckpt-e000001 --job "$G/mlp.cfg" --set ps.shards=1
 expect_rc local/verify verify-local 0
 expect_count local/verify-each-part verify-local.out "^ok	rank [0-3]'s part \(own copy\)$" 4
+# extract joins a blob's parts: the same values as the shared file's
+run extract-local "$CAIRN" ckpt extract rs/ckpt --epoch 1 --blob ps/L0.W --blob stage1/cursor -o local-x.h5
+expect_rc local/extract extract-local 0
+run extract-shared "$CAIRN" ckpt extract mlp/ckpt --epoch 1 --blob ps/L0.W --blob stage1/cursor -o shared-x.h5
+same_h5 local/extract-sharded-as-shared shared-x.h5 local-x.h5 /ps/L0.W
+same_h5 local/extract-replicated-as-shared shared-x.h5 local-x.h5 /stage1/cursor
 mpi local-3 3 run "$G/mlp.cfg" --run-dir rs "${tier[@]}" --set ps.shards=1
 expect_rc local/4-to-3 local-3 0
 expect_grep local/4-to-3-node-local rs/cairn.log "checkpoint loaded \(node-local\): epoch 1 step 0 "

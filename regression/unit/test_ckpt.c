@@ -150,6 +150,69 @@ static void index_round_trip(void **state)
     ckpt_index_free(&back);
 }
 
+/* ckpt_index_update's edits: one that lists a checkpoint and drops the
+ * older one (whose file goes, after the index is in place), and one that
+ * keeps the index as it was (never rewritten). */
+static int keep_newest(struct ckpt_index *idx, struct ckpt_index *gone, void *arg)
+{
+    const struct ckpt_entry *e = arg;
+    for (int i = idx->n - 1; i >= 0; i--)
+        if (ckpt_index_put(gone, &idx->v[i]) == 0) ckpt_index_remove(idx, i);
+    return ckpt_index_put(idx, e);
+}
+
+static int no_change(struct ckpt_index *idx, struct ckpt_index *gone, void *arg)
+{
+    (void)idx, (void)gone;
+    ++*(int *)arg;
+    return CKPT_INDEX_KEEP;
+}
+
+static int points_seen;
+static void count_point(void *arg, const char *point)
+{
+    (void)arg;
+    points_seen += strcmp(point, "written") == 0 ? 1 : strcmp(point, "listed") == 0 ? 10 : 100;
+}
+
+static void index_update_edits(void **state)
+{
+    (void)state;
+    char sub[256], path[300];
+    struct ckpt_index back = {0};
+    struct ckpt_entry a = {.epoch = 1, .bytes = 1, .ok = true, .file = "a.h5"},
+                      b = {.epoch = 2, .bytes = 2, .ok = true, .file = "b.h5"};
+    struct ckpt_index_faults f = {.at = count_point, .written = "written", .listed = "listed"};
+    bool listed = false;
+    int calls = 0;
+    snprintf(sub, sizeof sub, "%s/update", dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    snprintf(path, sizeof path, "%s/a.h5", sub);
+    FILE *fa = fopen(path, "w");
+    assert_non_null(fa);
+    fclose(fa);
+    assert_int_equal(ckpt_index_update(sub, keep_newest, &a, NULL, &listed), 0);
+    assert_true(listed);
+    assert_int_equal(ckpt_index_update(sub, keep_newest, &b, &f, &listed), 0);
+    assert_int_equal(points_seen, 11); /* written, then listed */
+    assert_int_equal(access(path, F_OK), -1); /* a.h5 left the index, then the disk */
+    assert_int_equal(ckpt_index_read(sub, &back), 0);
+    assert_int_equal(back.n, 1);
+    assert_string_equal(back.v[0].file, "b.h5");
+    ckpt_index_free(&back);
+    snprintf(path, sizeof path, "%s/index", sub);
+    struct stat before, after;
+    assert_int_equal(stat(path, &before), 0);
+    assert_int_equal(ckpt_index_update(sub, no_change, &calls, &f, &listed), 0);
+    assert_int_equal(calls, 1);
+    assert_false(listed);
+    assert_int_equal(points_seen, 11); /* nothing written */
+    assert_int_equal(stat(path, &after), 0);
+    assert_true(before.st_ino == after.st_ino && before.st_mtim.tv_nsec == after.st_mtim.tv_nsec);
+    unlink(path);
+    assert_int_equal(rmdir(sub), 0);
+}
+
 static void index_rejects_garbage(void **state)
 {
     (void)state;
@@ -190,6 +253,7 @@ int main(void)
         cmocka_unit_test(checksum_sees_changes),
         cmocka_unit_test(checksum_sees_two_flips),
         cmocka_unit_test(index_round_trip),
+        cmocka_unit_test(index_update_edits),
         cmocka_unit_test(index_rejects_garbage),
     };
     return cmocka_run_group_tests(tests, make_dir, remove_dir);

@@ -7,15 +7,15 @@
 #include "cairn/ckpt_file.h"
 #include "cairn/ckpt_index.h"
 #include "cairn/ckpt_tier.h"
+#include "cairn/cmdline.h"
 #include "cairn/config.h"
 #include "cairn/datagen.h"
-#include "cairn/embed_ids.h"
+#include "cairn/ext.h"
 #include "cairn/reader.h"
 #include "cairn/diag.h"
 #include "cairn/error.h"
 #include "cairn/fsx.h"
 #include "cairn/job.h"
-#include "cairn/model.h"
 #include "cairn/nn.h"
 #include "cairn/op.h"
 #include "cairn/plan.h"
@@ -25,7 +25,6 @@
 #include "cairn/runner.h"
 #include "cairn/slurm.h"
 #include "cairn/strbuf.h"
-#include "cairn/train_spec.h"
 #include "cairn/version.h"
 
 #include <getopt.h>
@@ -49,16 +48,53 @@ static const char usage_main[] =
     "  ckpt ...        list, verify and extract checkpoints\n"
     "  data ...        write example data sets\n"
     "  ops             list the ops a job can use, with their parameters\n"
-    "  eval MODEL.h5 DATA.h5     a trained model's loss and accuracy on data\n"
-    "  predict MODEL.h5 DATA.h5 -o OUT.h5   its outputs for every row\n"
-    "  generate MODEL.h5 --prompt TEXT --tokens N   text from a language model\n"
     "  plot RUN_DIR... -o FILE.png   loss, accuracy, samples/s per epoch\n"
-    "  grads JOB.cfg   a model job's first gradients, computed in one process\n"
-    "  bench sgemm     this core's single-precision GEMM rate (for benchmarks)\n"
+    "  bench sgemm     this core's single-precision GEMM rate (for benchmarks)\n";
+
+static const char usage_main_end[] =
     "\n"
     "`cairn COMMAND --help` describes each command; man cairn(1), cairn-job(5).\n"
     "exit codes: 0 success, 2 bad input, 3 runtime failure,\n"
     "            75 preempted (checkpoint saved; rerun to continue)\n";
+
+/* The extensions' commands ("data NAME" ones with data), each its
+ * synopsis, after the core's. */
+static void ext_usage(FILE *out, bool data)
+{
+    int n;
+    const struct ext_def *const *all = ext_all(&n);
+    for (int e = 0; e < n; e++)
+        for (const struct ext_command *x = all[e]->commands; x && x->name; x++)
+            if ((strncmp(x->name, "data ", 5) == 0) == data) fputs(x->synopsis, out);
+}
+
+/* The extensions' data set kinds, explained. */
+static void ext_about(FILE *out)
+{
+    int n;
+    const struct ext_def *const *all = ext_all(&n);
+    for (int e = 0; e < n; e++)
+        for (const struct ext_command *x = all[e]->commands; x && x->name; x++)
+            if (x->about) fputs(x->about, out);
+}
+
+static void main_usage(FILE *out)
+{
+    fputs(usage_main, out);
+    ext_usage(out, false);
+    fputs(usage_main_end, out);
+}
+
+/* An extension's command of that name ("data NAME" for a data set kind), or NULL. */
+static const struct ext_command *ext_command(const char *name)
+{
+    int n;
+    const struct ext_def *const *all = ext_all(&n);
+    for (int e = 0; e < n; e++)
+        for (const struct ext_command *x = all[e]->commands; x && x->name; x++)
+            if (strcmp(x->name, name) == 0) return x;
+    return NULL;
+}
 
 static const char usage_run[] =
     "usage: cairn run JOB.cfg [--set KEY=VALUE]... [--run-dir DIR] [--resume=WHEN] [--force]\n"
@@ -98,8 +134,9 @@ static const char usage_data[] =
     "       [mpirun -np N] cairn data synth --out FILE.h5 --samples N --features D\n"
     "                      --classes K [--hidden H] [--seed S]\n"
     "                      [--table NAME:ROWS:K]... [--zipf S]\n"
-    "       cairn data balance FILE.h5 --ids NAME --rows R [--shards P,...] [--batch B]\n"
-    "       cairn data text --out FILE.h5 --context C TEXT...\n"
+    "       cairn data text --out FILE.h5 --context C TEXT...\n";
+
+static const char usage_data_kinds[] =
     "\n"
     "  range   an i64 dataset (default name \"values\") holding S, S+1, ..., S+N-1\n"
     "  synth   a learnable classification set: datasets features [N, D] (f32) and\n"
@@ -109,10 +146,6 @@ static const char usage_data[] =
     "          of ROWS rows (-1 pads), drawn from Zipf's law with exponent S (default\n"
     "          1.1; id 0 the most frequent); the teacher also sees each id's latent\n"
     "          vector, so the ids carry part of the label\n"
-    "  balance how evenly the distinct rows of ids NAME that each step of B samples\n"
-    "          (default 512; more than the data: one step of all of it) touches\n"
-    "          fall on P PS shards (default 2,4,8): cairn's spread placement\n"
-    "          against contiguous blocks of ids\n"
     "  text    a language model's data (model.lm, vocab = 256): the TEXT files'\n"
     "          bytes, concatenated, cut into windows of C tokens, features [N, C]\n"
     "          (i32), and labels [N, C], each window's next tokens; under mpirun\n"
@@ -130,16 +163,9 @@ static const char usage_ckpt[] =
     "           the checkpoint is of that job; exit 0 if the loader would accept\n"
     "           it, 1 if it is damaged, 2 if it is of another format or job\n"
     "  extract  copy blobs of the committed checkpoint of epoch E (default: the\n"
-    "           newest) into OUT.h5 as datasets /GROUP/BLOB, checksums verified\n";
-
-int cli_usage_error(const char *usage, const char *fmt, const char *arg)
-{
-    char raw[512], msg[512];
-    snprintf(raw, sizeof raw, fmt, arg);
-    cairn_escape(msg, sizeof msg, raw); /* arg may be a file's name */
-    fprintf(stderr, "cairn: %s\n%s", msg, usage); /* one write: ranks' lines do not mix */
-    return CAIRN_EXIT_INPUT;
-}
+    "           newest) into OUT.h5 as datasets /GROUP/BLOB, checksums verified\n"
+    "verify and extract take node-local checkpoints too (checkpoint.local: FILE\n"
+    "is then the manifest DIR/local/ckpt-eEPOCH), reading the parts on this node.\n";
 
 /* ---- shared option parsing ------------------------------------------------ */
 
@@ -166,22 +192,13 @@ enum {
     OPT_NO_REQUEUE
 };
 
-static int parse_int(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (!*s || *end || v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-}
-
 static int parse_resume(const char *s, struct resume_opts *r)
 {
     long v;
     if (strcmp(s, "auto") == 0) r->mode = RESUME_AUTO;
     else if (strcmp(s, "latest") == 0) r->mode = RESUME_LATEST;
     else if (strcmp(s, "none") == 0) r->mode = RESUME_NONE;
-    else if (parse_int(s, 0, 1L << 40, &v) == 0) {
+    else if (cmd_parse_int(s, 0, 1L << 40, &v) == 0) {
         r->mode = RESUME_EPOCH;
         r->epoch = v;
     } else {
@@ -215,47 +232,47 @@ static int parse_job_args(int argc, char **argv, const char *usage, bool with_ra
         switch (c) {
         case OPT_SET: a->sets[a->n_sets++] = optarg; break;
         case OPT_RUN_DIR:
-            if (!with_run_dir) return cli_usage_error(usage, "unknown option '%s'", "--run-dir");
+            if (!with_run_dir) return cmd_usage_error(usage, "unknown option '%s'", "--run-dir");
             a->run_dir = optarg;
             break;
         case OPT_RANKS:
-            if (!with_ranks) return cli_usage_error(usage, "unknown option '%s'", "--ranks");
-            if (parse_int(optarg, 1, 1 << 24, &v))
-                return cli_usage_error(usage, "--ranks needs a positive integer, not '%s'", optarg);
+            if (!with_ranks) return cmd_usage_error(usage, "unknown option '%s'", "--ranks");
+            if (cmd_parse_int(optarg, 1, 1 << 24, &v))
+                return cmd_usage_error(usage, "--ranks needs a positive integer, not '%s'", optarg);
             a->ranks = (int)v;
             break;
         case OPT_PER_NODE:
-            if (usage != usage_print) return cli_usage_error(usage, "unknown option '%s'", "--ranks-per-node");
-            if (parse_int(optarg, 1, 1 << 24, &v))
-                return cli_usage_error(usage, "--ranks-per-node needs a positive integer, not '%s'",
+            if (usage != usage_print) return cmd_usage_error(usage, "unknown option '%s'", "--ranks-per-node");
+            if (cmd_parse_int(optarg, 1, 1 << 24, &v))
+                return cmd_usage_error(usage, "--ranks-per-node needs a positive integer, not '%s'",
                                    optarg);
             a->per_node = (int)v;
             break;
         case OPT_RESUME:
         case OPT_FORCE:
         case OPT_NO_REQUEUE:
-            if (!with_run_dir) return cli_usage_error(usage, "unknown option '%s'", argv[optind - 1]);
+            if (!with_run_dir) return cmd_usage_error(usage, "unknown option '%s'", argv[optind - 1]);
             if (c == OPT_FORCE)
                 a->resume.force = true;
             else if (c == OPT_NO_REQUEUE)
                 a->no_requeue = true;
             else if (parse_resume(optarg, &a->resume))
-                return cli_usage_error(usage, "--resume takes auto, latest, none or an epoch, not '%s'",
+                return cmd_usage_error(usage, "--resume takes auto, latest, none or an epoch, not '%s'",
                                    optarg);
             break;
         case 'h': case OPT_HELP: a->help = true; break;
-        default: return cli_usage_error(usage, "unknown option '%s'", argv[optind - 1]);
+        default: return cmd_usage_error(usage, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (a->help) {
         fputs(usage, stdout);
         return CAIRN_EXIT_OK;
     }
-    if (optind >= argc) return cli_usage_error(usage, "%s", "missing job file");
+    if (optind >= argc) return cmd_usage_error(usage, "%s", "missing job file");
     a->job = argv[optind++];
-    if (optind < argc) return cli_usage_error(usage, "unexpected argument '%s'", argv[optind]);
+    if (optind < argc) return cmd_usage_error(usage, "unexpected argument '%s'", argv[optind]);
     if (a->resume.force && a->resume.mode != RESUME_NONE)
-        return cli_usage_error(usage, "%s", "--force goes with --resume=none");
+        return cmd_usage_error(usage, "%s", "--force goes with --resume=none");
     return -1;
 }
 
@@ -409,20 +426,6 @@ cleanup:
     return rc;
 }
 
-/* MPI_Init for run and data synth.  A rank that waits in MPI (HDF5's
- * collective calls, a collective in a step) gives its core up instead of
- * spinning, unless the user chose otherwise: Open MPI yields on its own
- * only when mpirun knows a node is oversubscribed, and cairn's ranks often
- * share cores (PS shards beside trainers; srun never tells).  A spinning
- * rank made every checkpoint save across 3 test nodes 40x slower (1.5 s
- * instead of 0.04 s for 25.7 MB).  With a core to itself, a rank pays one
- * sched_yield per idle poll. */
-void cli_mpi_init(int *argc, char ***argv, int *threads)
-{
-    setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
-    MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, threads);
-}
-
 static int cmd_run(int argc, char **argv)
 {
     struct args a = {0};
@@ -440,7 +443,7 @@ static int cmd_run(int argc, char **argv)
     /* A launcher that is torn down closes the ranks' stdout: a log line
      * written then must fail, not kill the rank (the log file keeps it). */
     signal(SIGPIPE, SIG_IGN);
-    cli_mpi_init(&argc, &argv, &threads);
+    cmd_mpi_init(&argc, &argv, &threads);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     struct job *job = NULL;
     struct plan *plan = NULL;
@@ -524,7 +527,7 @@ static int ckpt_verify(int argc, char **argv)
     struct plan *plan = NULL;
     const char *file = argc > 1 ? argv[1] : NULL;
     int code = CAIRN_EXIT_INPUT, rc = 0;
-    if (!file || file[0] == '-') return cli_usage_error(usage_ckpt, "%s", "verify needs FILE");
+    if (!file || file[0] == '-') return cmd_usage_error(usage_ckpt, "%s", "verify needs FILE");
     if (argc > 2) { /* the rest is a job's arguments, --job JOB.cfg naming the job */
         char **rest = calloc((size_t)argc, sizeof *rest);
         int n = 0;
@@ -535,7 +538,7 @@ static int ckpt_verify(int argc, char **argv)
             if (strcmp(argv[i], "--job") == 0) named = true;
             else rest[n++] = argv[i];
         code = named ? parse_job_args(n, rest, usage_ckpt, true, false, &a)
-                   : cli_usage_error(usage_ckpt, "%s", "verify takes FILE, then --job JOB.cfg");
+                   : cmd_usage_error(usage_ckpt, "%s", "verify takes FILE, then --job JOB.cfg");
         free(rest);
         if (code >= 0) goto done;
         if ((rc = job_plan(&a, &job, &plan))) {
@@ -558,6 +561,22 @@ done:
     return code;
 }
 
+/* The committed checkpoint of `epoch` (< 0: the newest) in either of
+ * DIR's tiers; the node-local one where it is newer or alone. */
+static int locate_any(const char *dir, long epoch, struct ckpt_entry *e, char *path, size_t size)
+{
+    char local[4400], lpath[4400];
+    struct ckpt_entry le;
+    int rc = ckpt_index_locate(dir, epoch, e, path, size);
+    if (fsx_join(local, sizeof local, dir, "local") || ckpt_index_locate(local, epoch, &le, lpath, sizeof lpath))
+        return rc ? ckpt_index_locate(dir, epoch, e, path, size) : 0; /* the shared tier's message */
+    if (rc == 0 && (e->epoch > le.epoch || (e->epoch == le.epoch && e->step >= le.step))) return 0;
+    *e = le;
+    snprintf(path, size, "%s", lpath);
+    if (snprintf(e->file, sizeof e->file, "local/%s", le.file) >= (int)sizeof e->file) e->file[0] = '\0';
+    return 0;
+}
+
 static int ckpt_extract(int argc, char **argv)
 {
     static const struct option longs[] = {
@@ -571,27 +590,27 @@ static int ckpt_extract(int argc, char **argv)
     optind = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "e:b:o:", longs, NULL)) != -1) {
-        if (c == 'e' && parse_int(optarg, 0, 1L << 40, &epoch) == 0) continue;
+        if (c == 'e' && cmd_parse_int(optarg, 0, 1L << 40, &epoch) == 0) continue;
         if (c == 'b') blobs[n++] = optarg;
         else if (c == 'o') out = optarg;
         else {
-            code = cli_usage_error(usage_ckpt, "bad option '%s'", argv[optind - 1]);
+            code = cmd_usage_error(usage_ckpt, "bad option '%s'", argv[optind - 1]);
             goto done;
         }
     }
     if (optind < argc - 1 && n > 0) { /* "--blob a b": b is no DIR */
-        code = cli_usage_error(usage_ckpt, "unexpected argument '%s': each blob needs its own --blob "
+        code = cmd_usage_error(usage_ckpt, "unexpected argument '%s': each blob needs its own --blob "
                                        "(--blob GROUP/A --blob GROUP/B)", argv[optind + 1]);
         goto done;
     }
     if (optind != argc - 1 || !out || n == 0) {
-        code = cli_usage_error(usage_ckpt, "%s", "extract needs DIR, --blob GROUP/BLOB (once per blob) and -o OUT.h5");
+        code = cmd_usage_error(usage_ckpt, "%s", "extract needs DIR, --blob GROUP/BLOB (once per blob) and -o OUT.h5");
         goto done;
     }
     struct ckpt_entry e;
     char path[4400];
-    int rc = ckpt_index_locate(argv[optind], epoch, &e, path, sizeof path);
-    if (rc == 0) rc = ckpt_file_extract(path, blobs, n, out);
+    int rc = locate_any(argv[optind], epoch, &e, path, sizeof path);
+    if (rc == 0) rc = ckpt_tier_of(path)->extract(path, blobs, n, out);
     if (rc) fprintf(stderr, "cairn: %s\n", cairn_errmsg());
     else printf("%s: %d blob%s of epoch %lld (%s)\n", out, n, n == 1 ? "" : "s", (long long)e.epoch, e.file);
     code = cairn_exit_code(rc);
@@ -609,7 +628,7 @@ static int cmd_ckpt(int argc, char **argv)
     if (strcmp(argv[1], "ls") == 0 && argc == 3) return ckpt_ls(argv[2]);
     if (strcmp(argv[1], "verify") == 0) return ckpt_verify(argc - 1, argv + 1);
     if (strcmp(argv[1], "extract") == 0) return ckpt_extract(argc - 1, argv + 1);
-    return cli_usage_error(usage_ckpt, "bad arguments for '%s'", argv[1]);
+    return cmd_usage_error(usage_ckpt, "bad arguments for '%s'", argv[1]);
 }
 
 /* ---- data ------------------------------------------------------------------- */
@@ -621,23 +640,23 @@ static int parse_table(const char *arg, struct datagen_spec *g)
     const char *rows = strchr(arg, ':'), *k = rows ? strchr(rows + 1, ':') : NULL;
     char num[32];
     long r, n;
-    if (g->n_tables == DATAGEN_MAX_TABLES) return cli_usage_error(usage_data, "more than 8 tables ('--table %s')", arg);
+    if (g->n_tables == DATAGEN_MAX_TABLES) return cmd_usage_error(usage_data, "more than 8 tables ('--table %s')", arg);
     if (!rows || !k || rows == arg || (size_t)(rows - arg) >= sizeof t->name || (size_t)(k - rows) > sizeof num)
         goto bad;
     snprintf(num, (size_t)(k - rows), "%s", rows + 1);
-    if (parse_int(num, 1, 1L << 40, &r) || parse_int(k + 1, 1, DATAGEN_MAX_BAG, &n)) goto bad;
+    if (cmd_parse_int(num, 1, 1L << 40, &r) || cmd_parse_int(k + 1, 1, DATAGEN_MAX_BAG, &n)) goto bad;
     snprintf(t->name, (size_t)(rows - arg) + 1, "%s", arg);
     if (strcmp(t->name, "features") == 0 || strcmp(t->name, "labels") == 0)
-        return cli_usage_error(usage_data, "table dataset '%s' would replace the features or labels", t->name);
+        return cmd_usage_error(usage_data, "table dataset '%s' would replace the features or labels", t->name);
     for (int i = 0; i < g->n_tables; i++)
         if (strcmp(g->tables[i].name, t->name) == 0)
-            return cli_usage_error(usage_data, "table '%s' given twice", t->name);
+            return cmd_usage_error(usage_data, "table '%s' given twice", t->name);
     t->rows = r;
     t->k = n;
     g->n_tables++;
     return 0;
 bad:
-    return cli_usage_error(usage_data,
+    return cmd_usage_error(usage_data,
                        "'--table %s' needs NAME:ROWS:K (a name of at most 63 characters, ROWS from 1 to "
                        "2^40, K ids per sample from 1 to 64)",
                        arg);
@@ -671,20 +690,20 @@ static int data_synth(int argc, char **argv)
             char *end;
             g.zipf = strtod(optarg, &end);
             if (!*optarg || *end || !(g.zipf > 0 && g.zipf <= 10))
-                return cli_usage_error(usage_data, "'--zipf %s' needs an exponent above 0, at most 10", optarg);
+                return cmd_usage_error(usage_data, "'--zipf %s' needs an exponent above 0, at most 10", optarg);
             continue;
         }
         dst = c == 'n' ? &n : c == 'd' ? &d : c == 'k' ? &k : c == 'H' ? &h : c == 's' ? &seed : NULL;
-        if (!dst) return cli_usage_error(usage_data, "bad option '%s'", argv[optind - 1]);
-        if (parse_int(optarg, c == 's' ? 0 : 1, 1L << 40, dst))
-            return cli_usage_error(usage_data, "'%s' needs a positive integer", argv[optind - 2 >= 0 ? optind - 2 : 0]);
+        if (!dst) return cmd_usage_error(usage_data, "bad option '%s'", argv[optind - 1]);
+        if (cmd_parse_int(optarg, c == 's' ? 0 : 1, 1L << 40, dst))
+            return cmd_usage_error(usage_data, "'%s' needs a positive integer", argv[optind - 2 >= 0 ? optind - 2 : 0]);
     }
     if (!out || n < 1 || d < 1 || k < 2)
-        return cli_usage_error(usage_data, "%s", "synth needs --out, --samples, --features and --classes (>= 2)");
+        return cmd_usage_error(usage_data, "%s", "synth needs --out, --samples, --features and --classes (>= 2)");
     g.samples = n, g.features = d, g.classes = k, g.hidden = h, g.seed = seed;
     int me = 0, threads = 0;
     if (slurm_launch_check()) return CAIRN_EXIT_INPUT;
-    cli_mpi_init(&argc, &argv, &threads);
+    cmd_mpi_init(&argc, &argv, &threads);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     int rc = datagen_synth(MPI_COMM_WORLD, out, &g);
     if (rc && me == 0) fprintf(stderr, "cairn: %s: %s\n", out, cairn_errmsg());
@@ -696,66 +715,6 @@ static int data_synth(int argc, char **argv)
         printf("\n");
     }
     MPI_Finalize();
-    return cairn_exit_code(rc);
-}
-
-static int data_balance(int argc, char **argv)
-{
-    static const struct option longs[] = {
-        {"ids", required_argument, NULL, 'i'},   {"rows", required_argument, NULL, 'r'},
-        {"shards", required_argument, NULL, 'p'}, {"batch", required_argument, NULL, 'b'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *ids = NULL, *shards = "2,4,8";
-    long rows = -1, batch = 512;
-    int c;
-    optind = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
-        if (c == 'i') ids = optarg;
-        else if (c == 'p') shards = optarg;
-        else if (c == 'r' || c == 'b') {
-            if (parse_int(optarg, 1, 1L << 40, c == 'r' ? &rows : &batch))
-                return cli_usage_error(usage_data, "'%s' needs a positive integer", argv[optind - 2 >= 0 ? optind - 2 : 0]);
-        } else return cli_usage_error(usage_data, "bad option '%s'", argv[optind - 1]);
-    }
-    if (optind != argc - 1 || !ids || rows < 1)
-        return cli_usage_error(usage_data, "%s", "balance needs FILE.h5, --ids and --rows");
-    int P[16], n_p = 0;
-    for (const char *q = shards; *q; n_p++) {
-        char *end;
-        long v = strtol(q, &end, 10);
-        if (n_p == 16 || end == q || v < 1 || v > 65536 || (*end && *end != ','))
-            return cli_usage_error(usage_data, "'--shards %s' needs up to 16 counts from 1 to 65536, comma-separated", shards);
-        P[n_p] = (int)v;
-        q = *end ? end + 1 : end;
-    }
-    const char *file = argv[optind];
-    struct reader_cache *rc_ = NULL;
-    struct tensor v = {0};
-    int64_t n = 0, k = 0;
-    int rc = reader_cache_create(&rc_);
-    if (rc == 0) rc = embed_ids_shape(rc_, file, ids, &n, &k);
-    if (rc == 0 && (uint64_t)n * (uint64_t)k > (UINT64_C(1) << 32))
-        rc = cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "ids dataset '%s' in %s holds more than 2^32 ids", ids, file);
-    if (rc == 0) rc = embed_ids_read(rc_, file, ids, rows, 0, n, k, &v);
-    const char *whole = batch > n ? " (--batch is more than the data: one step of all of it)" : "";
-    if (batch > n) batch = n > 0 ? (long)n : 1;
-    if (rc == 0)
-        printf("%s '%s': %lld samples of up to %lld ids, %ld rows, steps of %ld samples%s\n"
-               "%8s %18s %16s %26s\n", file, ids, (long long)n, (long long)k, rows, batch, whole, "shards",
-               "rows per step", "per shard", "busiest / mean: spread, blocks");
-    for (int i = 0; rc == 0 && i < n_p; i++) {
-        struct embed_balance s, b;
-        rc = embed_balance(v.data, n, k, rows, P[i], batch, true, &s);
-        if (rc == 0) rc = embed_balance(v.data, n, k, rows, P[i], batch, false, &b);
-        if (rc == 0)
-            printf("%8d %18.1f %16.1f %10.2f (worst %.2f), %.2f (worst %.2f)\n", P[i], s.rows_per_step,
-                   s.rows_per_step / P[i], s.busiest_mean, s.busiest_worst, b.busiest_mean, b.busiest_worst);
-    }
-    if (rc) fprintf(stderr, "cairn: %s\n", cairn_errmsg());
-    tensor_free(&v);
-    reader_cache_destroy(&rc_);
     return cairn_exit_code(rc);
 }
 
@@ -772,16 +731,16 @@ static int data_text(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
         if (c == 'o') out = optarg;
         else if (c == 'c') {
-            if (parse_int(optarg, 1, 1L << 16, &ctx))
-                return cli_usage_error(usage_data, "--context needs an integer from 1 to 65536, not '%s'", optarg);
-        } else return cli_usage_error(usage_data, "bad option '%s'", argv[optind - 1]);
+            if (cmd_parse_int(optarg, 1, 1L << 16, &ctx))
+                return cmd_usage_error(usage_data, "--context needs an integer from 1 to 65536, not '%s'", optarg);
+        } else return cmd_usage_error(usage_data, "bad option '%s'", argv[optind - 1]);
     }
     if (!out || ctx < 1 || optind >= argc)
-        return cli_usage_error(usage_data, "%s", "text needs --out, --context and at least one FILE");
+        return cmd_usage_error(usage_data, "%s", "text needs --out, --context and at least one FILE");
     int64_t n = 0;
     int me = 0, threads = 0;
     if (slurm_launch_check()) return CAIRN_EXIT_INPUT;
-    cli_mpi_init(&argc, &argv, &threads);
+    cmd_mpi_init(&argc, &argv, &threads);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     int rc = datagen_text(MPI_COMM_WORLD, out, (const char *const *)argv + optind, argc - optind, ctx, &n);
     if (rc && me == 0) fprintf(stderr, "cairn: data text: %s\n", cairn_errmsg());
@@ -800,14 +759,21 @@ static int cmd_data(int argc, char **argv)
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        fputs(usage_data, argc < 2 ? stderr : stdout);
+        FILE *out = argc < 2 ? stderr : stdout;
+        fputs(usage_data, out);
+        ext_usage(out, true);
+        fputs(usage_data_kinds, out);
+        ext_about(out);
         return argc < 2 ? CAIRN_EXIT_INPUT : CAIRN_EXIT_OK;
     }
+    char sub[128];
+    snprintf(sub, sizeof sub, "data %s", argv[1]);
+    const struct ext_command *x = ext_command(sub);
+    if (x) return x->run(argc - 1, argv + 1);
     if (strcmp(argv[1], "synth") == 0) return data_synth(argc - 1, argv + 1);
-    if (strcmp(argv[1], "balance") == 0) return data_balance(argc - 1, argv + 1);
     if (strcmp(argv[1], "text") == 0) return data_text(argc - 1, argv + 1);
     if (strcmp(argv[1], "range") != 0)
-        return cli_usage_error(usage_data, "unknown data set kind '%s'", argv[1]);
+        return cmd_usage_error(usage_data, "unknown data set kind '%s'", argv[1]);
     const char *out = NULL, *dataset = "values";
     long count = -1, start = 0;
     optind = 0;
@@ -818,69 +784,21 @@ static int cmd_data(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'd': dataset = optarg; break;
         case 'n':
-            if (parse_int(optarg, 0, 1L << 40, &count))
-                return cli_usage_error(usage_data, "--count needs an integer >= 0, not '%s'", optarg);
+            if (cmd_parse_int(optarg, 0, 1L << 40, &count))
+                return cmd_usage_error(usage_data, "--count needs an integer >= 0, not '%s'", optarg);
             break;
         case 's':
-            if (parse_int(optarg, -(1L << 40), 1L << 40, &start))
-                return cli_usage_error(usage_data, "--start needs an integer, not '%s'", optarg);
+            if (cmd_parse_int(optarg, -(1L << 40), 1L << 40, &start))
+                return cmd_usage_error(usage_data, "--start needs an integer, not '%s'", optarg);
             break;
         case 'h': fputs(usage_data, stdout); return CAIRN_EXIT_OK;
-        default: return cli_usage_error(usage_data, "unknown option '%s'", argv[optind]); /* argv+1 shifted: argv[optind] is the option */
+        default: return cmd_usage_error(usage_data, "unknown option '%s'", argv[optind]); /* argv+1 shifted: argv[optind] is the option */
         }
     }
-    if (!out || count < 0) return cli_usage_error(usage_data, "%s", "range needs --out and --count");
+    if (!out || count < 0) return cmd_usage_error(usage_data, "%s", "range needs --out and --count");
     int rc = datagen_range(out, dataset, start, count);
     if (rc) fprintf(stderr, "cairn: %s: %s\n", out, cairn_errmsg());
     return cairn_exit_code(rc);
-}
-
-/* ---- grads --------------------------------------------------------------------- */
-
-static const char usage_grads[] =
-    "usage: cairn grads JOB.cfg -o OUT.h5 [--set KEY=VALUE]...\n"
-    "\n"
-    "The gradients of a model job's first mini-batch, split into the job's\n"
-    "micro-batches, computed in this one process with no pipeline, parameter\n"
-    "server or MPI: the reference for the distributed gradients the job's\n"
-    "debug.grads option writes.  Datasets /grads/L<i>/<name> for each layer's\n"
-    "parameters (W and b; a language model's as cairn-job(5) names them),\n"
-    "and for each embedding table the rows the batch touched:\n"
-    "/grads/embeddings/<name>/ids and .../rows (in the order the shards hold\n"
-    "them).  Embedding tables are held whole in this process.\n";
-
-static int cmd_grads(int argc, char **argv)
-{
-    struct args a = {0};
-    const char *out = NULL;
-    char **rest = calloc((size_t)argc + 1, sizeof *rest);
-    int n = 0, code;
-    if (!rest) return CAIRN_EXIT_RUNTIME;
-    for (int i = 0; i < argc; i++) { /* take -o OUT out; the rest are the usual options */
-        if (i > 0 && strcmp(argv[i], "-o") == 0 && i + 1 < argc) out = argv[++i];
-        else rest[n++] = argv[i];
-    }
-    code = parse_job_args(n, rest, usage_grads, false, false, &a);
-    if (code < 0 && !out) code = cli_usage_error(usage_grads, "%s", "missing -o OUT.h5");
-    if (code < 0) {
-        struct job *job = NULL;
-        struct diags d = {0};
-        int rc = config_load(a.job, NULL, a.sets, a.n_sets, &job, &d);
-        const struct train_spec *spec = rc == 0 ? job_ext_spec(job, &train_ext) : NULL;
-        if (rc == 0 && !spec) {
-            diags_add(&d, a.job, 1, "cairn grads needs a job with a model section");
-            rc = CAIRN_EINPUT;
-        }
-        if (rc == 0) rc = model_reference_grads(spec, (uint64_t)job->seed, out);
-        diags_print(&d, stderr);
-        if (rc && d.n == 0) fprintf(stderr, "cairn: %s\n", cairn_errmsg());
-        code = cairn_exit_code(rc);
-        diags_free(&d);
-        job_destroy(&job);
-    }
-    free(a.sets);
-    free(rest);
-    return code;
 }
 
 /* ---- bench ---------------------------------------------------------------------- */
@@ -895,8 +813,8 @@ static int cmd_bench(int argc, char **argv)
     long n = 1024;
     if (argc < 2 || strcmp(argv[1], "sgemm") != 0)
         return argc > 1 && strcmp(argv[1], "--help") == 0 ? (fputs(usage, stdout), 0)
-                                                          : cli_usage_error(usage, "%s", "which benchmark?");
-    if (argc > 2 && parse_int(argv[2], 16, 16384, &n)) return cli_usage_error(usage, "bad N '%s'", argv[2]);
+                                                          : cmd_usage_error(usage, "%s", "which benchmark?");
+    if (argc > 2 && cmd_parse_int(argv[2], 16, 16384, &n)) return cmd_usage_error(usage, "bad N '%s'", argv[2]);
     double gflops = 0;
     int rc = nn_sgemm_gflops((int)n, 5, &gflops);
     if (rc) {
@@ -965,12 +883,12 @@ int cairn_main(int argc, char **argv)
     mallopt(M_MMAP_THRESHOLD, 256 << 20);
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
     if (argc < 2) {
-        fputs(usage_main, stderr);
+        main_usage(stderr);
         return CAIRN_EXIT_INPUT;
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
-        fputs(usage_main, stdout);
+        main_usage(stdout);
         return CAIRN_EXIT_OK;
     }
     if (strcmp(cmd, "--version") == 0) {
@@ -988,12 +906,11 @@ int cairn_main(int argc, char **argv)
     if (strcmp(cmd, "data") == 0) return cmd_data(argc - 1, argv + 1);
     if (strcmp(cmd, "ops") == 0) return cmd_ops(argc - 1, argv + 1);
     if (strcmp(cmd, "ckpt") == 0) return cmd_ckpt(argc - 1, argv + 1);
-    if (strcmp(cmd, "grads") == 0) return cmd_grads(argc - 1, argv + 1);
-    if (strcmp(cmd, "eval") == 0) return cli_eval(argc - 1, argv + 1);
-    if (strcmp(cmd, "predict") == 0) return cli_predict(argc - 1, argv + 1);
-    if (strcmp(cmd, "generate") == 0) return cli_generate(argc - 1, argv + 1);
     if (strcmp(cmd, "plot") == 0) return cli_plot(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 1, argv + 1);
-    fprintf(stderr, "cairn: unknown command '%s'\n%s", cmd, usage_main);
+    const struct ext_command *x = ext_command(cmd);
+    if (x) return x->run(argc - 1, argv + 1);
+    fprintf(stderr, "cairn: unknown command '%s'\n", cmd);
+    main_usage(stderr);
     return CAIRN_EXIT_INPUT;
 }

@@ -3,6 +3,8 @@
  * into one PNG (the runs overlaid and labelled: a sweep). */
 #include "cli_priv.h"
 
+#include "cairn/cmdline.h"
+
 #include "cairn/error.h"
 #include "cairn/fsx.h"
 
@@ -322,17 +324,17 @@ int cli_plot(int argc, char **argv)
         case 'o': out = optarg; break;
         case 's':
             if (sscanf(optarg, "%dx%d", &w, &h) != 2 || w < 200 || h < 150 || w > 10000 || h > 10000)
-                return cli_usage_error(usage_plot, "--size takes WIDTHxHEIGHT (200x150 to 10000x10000), not '%s'", optarg);
+                return cmd_usage_error(usage_plot, "--size takes WIDTHxHEIGHT (200x150 to 10000x10000), not '%s'", optarg);
             break;
         case 'h': fputs(usage_plot, stdout); return 0;
-        default: return cli_usage_error(usage_plot, "bad option '%s'", argv[optind - 1]);
+        default: return cmd_usage_error(usage_plot, "bad option '%s'", argv[optind - 1]);
         }
     }
-    if (!out) return cli_usage_error(usage_plot, "%s", "needs -o FILE.png");
+    if (!out) return cmd_usage_error(usage_plot, "%s", "needs -o FILE.png");
     for (const char *c = out; *c; c++)
-        if ((unsigned char)*c < ' ') return cli_usage_error(usage_plot, "%s", "-o: a file name without control characters");
-    if (optind >= argc) return cli_usage_error(usage_plot, "%s", "needs at least one RUN_DIR");
-    if (argc - optind > MAX_RUNS) return cli_usage_error(usage_plot, "%s", "at most 32 run directories");
+        if ((unsigned char)*c < ' ') return cmd_usage_error(usage_plot, "%s", "-o: a file name without control characters");
+    if (optind >= argc) return cmd_usage_error(usage_plot, "%s", "needs at least one RUN_DIR");
+    if (argc - optind > MAX_RUNS) return cmd_usage_error(usage_plot, "%s", "at most 32 run directories");
     for (; optind < argc && rc == 0; optind++) {
         runs[n].dir = argv[optind];
         rc = read_run(&runs[n++]);

@@ -403,16 +403,16 @@ int lp_read_file(const char *path, uint64_t bytes, char **out)
 }
 
 /* Post the messages of a buffer of `bytes` (CHUNK each at most) to or
- * from peer, into room made beforehand.  The last receive has room for
- * one byte more, so that a longer message is an error too
- * (coll_wait_sized). */
+ * from peer, into room made beforehand.  With slack 1 (a buffer with a
+ * byte to spare) the last receive has room for one byte more, so that a
+ * longer message is an error too (coll_wait_sized); into a tensor, 0. */
 
-int lp_post(struct posts *ps, char *buf, uint64_t bytes, int peer, bool send, MPI_Comm comm)
+int lp_post(struct posts *ps, char *buf, uint64_t bytes, int peer, bool send, int slack, MPI_Comm comm)
 {
     for (uint64_t off = 0; off < bytes; off += CHUNK) {
         int len = (int)(bytes - off < CHUNK ? bytes - off : CHUNK);
         int rc = send ? MPI_Isend(buf + off, len, MPI_BYTE, peer, TAG_RESTORE, comm, &ps->req[ps->n])
-                      : MPI_Irecv(buf + off, len + (off + CHUNK >= bytes), MPI_BYTE, peer, TAG_RESTORE, comm,
+                      : MPI_Irecv(buf + off, len + (off + CHUNK >= bytes ? slack : 0), MPI_BYTE, peer, TAG_RESTORE, comm,
                                   &ps->req[ps->n]);
         if (rc != MPI_SUCCESS) return cairn_err_mpi(rc, __FILE__, __LINE__, send ? "MPI_Isend" : "MPI_Irecv");
         ps->sizes[ps->n++] = len;
@@ -577,9 +577,9 @@ static int move_parts(const struct ckpt_view *v, const struct ckpt_local_manifes
     int rc = 0, size = v->plan->nranks, me = v->rank;
     bool partner;
     int from = holder_of(keys[me], size, &partner);
-    if (from != me) CAIRN_CHECK(lp_post(recvs, buf, man->parts[me].bytes, from, false, v->comm));
+    if (from != me) CAIRN_CHECK(lp_post(recvs, buf, man->parts[me].bytes, from, false, 1, v->comm));
     for (int r = 0; r < size; r++)
-        if (served[r]) CAIRN_CHECK(lp_post(sends, served[r], man->parts[r].bytes, r, true, v->comm));
+        if (served[r]) CAIRN_CHECK(lp_post(sends, served[r], man->parts[r].bytes, r, true, 0, v->comm));
 cleanup:
     /* every message posted completes, or a peer would wait for it */
     if (sends->n) {

@@ -116,9 +116,10 @@ int ckpt_family_group(const struct plan *p, const char *name)
     if (g >= 0) return g;
     for (g = 0; g < p->n_groups; g++) {
         const char *f = p->groups[g].family;
-        size_t n = f ? strlen(f) : 0, digits = n ? strspn(name + n, "0123456789") : 0;
-        if (n && strncmp(name, f, n) == 0 && digits > 0 && name[n + digits] == '\0')
-            return ckf_family_first(p, f);
+        size_t n = f ? strlen(f) : 0;
+        if (!n || strncmp(name, f, n) != 0) continue; /* name + n is inside name only now */
+        size_t digits = strspn(name + n, "0123456789");
+        if (digits > 0 && name[n + digits] == '\0') return ckf_family_first(p, f);
     }
     return -1;
 }

@@ -26,6 +26,7 @@
 
 #define MANIFEST_HEAD "# cairn node-local checkpoint v1"
 #define MANIFEST_MAX_WORLD (1 << 24)
+#define MANIFEST_MAX_SETTINGS ((size_t)64 << 20) /* bytes of its settings, as a checkpoint file's */
 
 int ckpt_local_describe(const struct plan *p, struct ckpt_local_manifest *man)
 {
@@ -106,10 +107,13 @@ static int optional_line(const char *s, struct ckpt_local_manifest *man, struct 
         snprintf(man->blas_kernels, sizeof man->blas_kernels, "%s", s + 5);
     } else if (strncmp(s, "root ", 5) == 0 && strlen(s + 5) < sizeof man->root) {
         snprintf(man->root, sizeof man->root, "%s", s + 5);
-    } else if (strncmp(s, "setting ", 8) == 0 && settings->len < ((size_t)64 << 20)) {
+    } else if (strncmp(s, "setting ", 8) == 0 && settings->len + strlen(s) < MANIFEST_MAX_SETTINGS) {
         strbuf_addf(settings, "%s\n", s + 8);
     } else if (sscanf(s, "group %127s %d %d%c", name, &first, &nranks, &tail) == 3 && first >= 0 &&
-               nranks >= 1 && first <= man->world - nranks) {
+               nranks >= 1 && first <= man->world - nranks && man->n_groups < man->world &&
+               man->n_groups < 4096) {
+        for (int g = 0; g < man->n_groups; g++)
+            if (strcmp(man->groups[g].name, name) == 0) return -1; /* a group named twice */
         struct ckpt_local_group *g = realloc(man->groups, (size_t)(man->n_groups + 1) * sizeof *g);
         if (!g) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
         man->groups = g;
@@ -150,7 +154,7 @@ int ckpt_local_manifest_read(const char *path, struct ckpt_local_manifest *man)
         unsigned long long bytes = 0, sum = 0;
         if (++line, !(s = next_line(&at)) ||
             sscanf(s, "part %d %llu %16llx%c", &got, &bytes, &sum, &tail) != 3 || got != r ||
-            bytes < 64)
+            bytes < sizeof(struct part_head))
             BAD();
         man->parts[r] = (struct ckpt_local_part){.bytes = bytes, .sum = sum};
     }

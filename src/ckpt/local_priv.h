@@ -65,8 +65,9 @@ int lp_check_copy(const char *path, int r, const struct ckpt_local_manifest *man
 int lp_read_file(const char *path, uint64_t bytes, char **out);
 /* The checksum of a part's header and records (head_sum taken as 0). */
 uint64_t lp_head_sum(char *head, size_t head_bytes);
-/* Post the messages of bytes at buf to or from peer (room in ps made beforehand). */
-int lp_post(struct posts *ps, char *buf, uint64_t bytes, int peer, bool send, MPI_Comm comm);
+/* Post the messages of bytes at buf to or from peer (room in ps made
+ * beforehand); slack: a receive's spare byte, to see a longer message. */
+int lp_post(struct posts *ps, char *buf, uint64_t bytes, int peer, bool send, int slack, MPI_Comm comm);
 void lp_posts_free(struct posts *ps);
 /* Replicated blobs from the group's rank 0 to the others. */
 int lp_spread_replicated(const struct ckpt_view *v);

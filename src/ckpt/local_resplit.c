@@ -10,7 +10,10 @@
  * first, else the partner copy), checked there against the manifest
  * (header, size, records, checksum), and its rows sent to the ranks that
  * own them now, one blob at a time.  A copy that fails its check is set
- * aside for the part's other copy. */
+ * aside for the part's other copy.
+ *
+ * The same pieces serve `cairn ckpt extract` (ckpt_local_extract): a
+ * blob's parts, found on the node it runs on, joined into the whole. */
 #include "ckpt_priv.h"
 #include "local_priv.h"
 
@@ -18,8 +21,10 @@
 #include "cairn/clock.h"
 #include "cairn/coll.h"
 #include "cairn/error.h"
+#include "cairn/fsx.h"
 #include "cairn/partition.h"
 #include "cairn/plan.h"
+#include "cairn/h5util.h"
 #include "cairn/strbuf.h"
 
 #include <stdio.h>
@@ -37,6 +42,7 @@ struct old {
     int *group_of;     /* W: each old rank's group in man->groups, -1 for a spare */
     int *entry0;       /* man->n_groups: each group's first entry in c, -1 if none */
     char **held;       /* W: the parts this rank read, NULL for the others */
+    unsigned char *needed; /* W: the parts of the groups this job loads from */
     long long *keys;   /* W: who holds each part (holder + size if a partner copy) */
     int64_t *shapes;   /* W * R * SLOT: every record's shape, every rank alike */
 };
@@ -45,6 +51,7 @@ static void old_free(struct old *o)
 {
     for (int r = 0; o->held && r < o->W; r++) free(o->held[r]);
     free(o->held);
+    free(o->needed);
     free(o->keys);
     free(o->shapes);
     free(o->group_of);
@@ -80,9 +87,9 @@ static int records_of(const struct old *o, int r)
     return n;
 }
 
-/* The writer's layout from the manifest, checked: the settings fit this
- * job, the groups cover what the settings name. */
-static int old_layout(const struct ckpt_view *v, const char *name, const struct ckpt_local_manifest *man, struct old *o)
+/* The writer's layout from the manifest, checked: the settings fit plan's
+ * job (if given), the groups cover what the settings name. */
+static int old_layout(const struct plan *plan, const char *name, const struct ckpt_local_manifest *man, struct old *o)
 {
     int rc = 0;
     char what[300];
@@ -91,7 +98,7 @@ static int old_layout(const struct ckpt_view *v, const char *name, const struct 
     CAIRN_CHECK_ALLOC(o->c.settings);
     CAIRN_CHECK(ckf_parse_settings(man->settings, &o->c));
     snprintf(what, sizeof what, "the node-local checkpoint %s", name);
-    CAIRN_CHECK(ckf_check_settings(&o->c, what, v->plan));
+    if (plan) CAIRN_CHECK(ckf_check_settings(&o->c, what, plan));
     CAIRN_CHECK_ALLOC(o->group_of = malloc((size_t)o->W * sizeof *o->group_of));
     CAIRN_CHECK_ALLOC(o->entry0 = malloc(((size_t)man->n_groups + 1) * sizeof *o->entry0));
     for (int r = 0; r < o->W; r++) o->group_of[r] = -1;
@@ -105,6 +112,9 @@ static int old_layout(const struct ckpt_view *v, const char *name, const struct 
     for (int i = 0; i < o->c.n; i++) {
         int g = man_group(man, o->c.v[i].group);
         if (g < 0) CAIRN_FAIL(CAIRN_ECORRUPT, "%s: no group %s in its manifest", what, o->c.v[i].group);
+        /* a part's records follow its group's blobs, which are contiguous */
+        if (o->entry0[g] >= 0 && strcmp(o->c.v[i - 1].group, o->c.v[i].group) != 0)
+            CAIRN_FAIL(CAIRN_ECORRUPT, "%s: its settings list group %s's blobs apart", what, o->c.v[i].group);
         if (o->entry0[g] < 0) o->entry0[g] = i;
         o->c.v[i].ranks = man->groups[g].nranks;
     }
@@ -126,7 +136,7 @@ static void scan(const struct ckpt_view *v, const struct placement_nodes *nd, co
     struct stat st;
     for (int r = 0; r < o->W; r++) {
         o->keys[r] = KEY_NONE;
-        if (nd->local[me] != r % lp_node_count(nd, k)) continue;
+        if (!o->needed[r] || nd->local[me] != r % lp_node_count(nd, k)) continue;
         for (int partner = 0; partner < 2 && o->keys[r] == KEY_NONE; partner++)
             if (!(excl[r] & (partner ? EXCL_PARTNER : EXCL_OWN)) &&
                 lp_part_path(path, sizeof path, root, name, partner ? "partner" : "rank", r) == 0 &&
@@ -162,7 +172,7 @@ static int check_old(const struct old *o, int r, char *buf, uint64_t bytes)
         bool ok = x->dtype == (int32_t)e->dtype && x->ndim >= 0 && x->ndim <= CAIRN_MAX_DIMS &&
                   (e->shape.ndim < 0 || x->ndim == e->shape.ndim) && (e->dist != DIST_SHARDED || x->ndim > 0);
         for (int d = 0; ok && d < x->ndim; d++) {
-            bool pinned = e->shape.ndim >= 0 && e->shape.d[d] >= 0 && (d > 0 || e->dist == DIST_REPLICATED);
+            bool pinned = e->shape.ndim >= 0 && e->shape.d[d] >= 0 && (d > 0 || e->dist != DIST_SHARDED);
             ok = x->dims[d] >= 0 && x->dims[d] <= (INT64_C(1) << 50) && (!pinned || x->dims[d] == e->shape.d[d]) &&
                  (x->dims[d] == 0 || elems <= (UINT64_MAX >> 4) / (uint64_t)x->dims[d]);
             elems *= ok ? (uint64_t)x->dims[d] : 1;
@@ -186,14 +196,13 @@ static int read_held(const struct ckpt_view *v, const char *root, const char *na
 {
     int size = v->plan->nranks, first = 0;
     char path[4400];
+    for (int r = 0; r < o->W; r++) failed[r] = 0;
     for (int r = 0; r < o->W; r++) {
-        failed[r] = 0;
         if (o->keys[r] == KEY_NONE || o->keys[r] % size != v->rank || o->held[r]) continue;
         bool partner = o->keys[r] >= size;
         int rc = lp_part_path(path, sizeof path, root, name, partner ? "partner" : "rank", r);
         if (rc == 0) rc = lp_read_file(path, o->man->parts[r].bytes, &o->held[r]);
         if (rc == 0) rc = check_old(o, r, o->held[r], o->man->parts[r].bytes);
-        if (rc == CAIRN_ENOMEM) return rc;
         if (rc) {
             free(o->held[r]);
             o->held[r] = NULL;
@@ -220,19 +229,21 @@ static int fetch_all(const struct ckpt_view *v, const struct placement_nodes *nd
         scan(v, nd, root, name, o, excl);
         CAIRN_CHECK(coll_allreduce(MPI_IN_PLACE, o->keys, W, MPI_LONG_LONG, MPI_MIN, v->comm));
         for (int r = 0; r < W; r++)
-            if (o->keys[r] == KEY_NONE) {
+            if (o->keys[r] == KEY_NONE && o->needed[r]) {
                 if (damaged[0]) CAIRN_FAIL(CAIRN_ECORRUPT, "%s", damaged);
-                CAIRN_FAIL(CAIRN_ENOCKPT, "no node of this run holds rank %d's part (its own copy and its "
-                                          "partner copy were on nodes it does not have)", r);
+                CAIRN_FAIL(CAIRN_ENOCKPT, "no node of this run holds rank %d's part (%s on nodes it does not have)",
+                           r, nd->n < 2 ? "its copy was" : "its own copy and its partner copy were");
             }
         int crc = read_held(v, root, name, o, failed);
         CAIRN_CHECK(coll_allreduce(MPI_IN_PLACE, failed, W, MPI_INT, MPI_MAX, v->comm));
         bool any = false;
         for (int r = 0; r < W; r++) any |= failed[r] != 0;
         if (!any) goto cleanup;
+        int nomem = crc == CAIRN_ENOMEM;
+        CAIRN_CHECK(coll_allreduce(MPI_IN_PLACE, &nomem, 1, MPI_INT, MPI_MAX, v->comm));
         rc = coll_agree(v->comm, crc);
         snprintf(damaged, sizeof damaged, "%s", cairn_errmsg());
-        if (rc == CAIRN_ENOMEM) goto cleanup;
+        if (nomem) goto cleanup; /* no copy's fault: fail, do not set copies aside */
         rc = 0;
         for (int r = 0; r < W; r++)
             if (failed[r]) excl[r] |= o->keys[r] >= v->plan->nranks ? EXCL_PARTNER : EXCL_OWN;
@@ -242,6 +253,19 @@ cleanup:
     free(excl);
     free(failed);
     return rc;
+}
+
+/* The parts of each old group that a group of this job loads from (its
+ * own name, or its family's first): a spare rank's, or a dropped stage's,
+ * may be gone. */
+static void mark_needed(const struct plan *p, struct old *o)
+{
+    for (int g = 0; g < p->n_groups; g++) {
+        const char *src = p->groups[g].name;
+        if (man_group(o->man, src) < 0 && p->groups[g].family) src = p->groups[ckf_family_first(p, p->groups[g].family)].name;
+        int og = man_group(o->man, src);
+        for (int j = 0; og >= 0 && j < o->man->groups[og].nranks; j++) o->needed[o->man->groups[og].first + j] = 1;
+    }
 }
 
 /* Every record's shape to every rank (its holder knows it). */
@@ -315,6 +339,16 @@ static int plan_move(const struct ckpt_view *v, const struct old *o, int g, int 
     for (int d = 0; d < mv->whole.ndim; d++) mv->whole.d[d] = s0[1 + d];
     mv->per = 1;
     for (int d = 1; d < mv->whole.ndim; d++) mv->per *= mv->whole.d[d];
+    if (e->dist == DIST_LOCAL) { /* every rank's part as the settings type it */
+        for (int j = 0; j < og->nranks; j++) {
+            const int64_t *s = shape_of(o, og->first + j, rec_of(o, og->first + j, mv->ei));
+            bool same = s[0] == s0[0];
+            for (int d = 0; same && d < s[0]; d++) same = s[1 + d] == s0[1 + d];
+            if (!same) return cairn_err_set(CAIRN_ECORRUPT, __FILE__, __LINE__, "the parts of %s/%s disagree on "
+                                            "its shape", e->group, e->blob);
+        }
+        return 0;
+    }
     if (e->dist != DIST_SHARDED) return 0;
     int64_t rows = 0;
     for (int j = 0; j < og->nranks; j++) {
@@ -325,6 +359,9 @@ static int plan_move(const struct ckpt_view *v, const struct old *o, int g, int 
                                         "shape", e->group, e->blob);
         rows += s[1];
     }
+    if (e->shape.ndim > 0 && e->shape.d[0] >= 0 && rows != e->shape.d[0])
+        return cairn_err_set(CAIRN_ECORRUPT, __FILE__, __LINE__, "the parts of %s/%s hold %lld rows, its settings %lld",
+                             e->group, e->blob, (long long)rows, (long long)e->shape.d[0]);
     mv->whole.d[0] = rows;
     return 0;
 }
@@ -403,9 +440,10 @@ static int post_piece(void *arg, int j, int i, int from, uint64_t src, uint64_t 
         return 0;
     }
     int rc = 0;
-    if (from == v->rank) rc = lp_post(&ps->sends, ps->o->held[r] + src, bytes, to, true, v->comm);
+    if (from == v->rank) rc = lp_post(&ps->sends, ps->o->held[r] + src, bytes, to, true, 0, v->comm);
     if (rc == 0 && mine) {
-        rc = lp_post(&ps->recvs, (char *)v->tensors[ps->mv->blob]->data + dst, bytes, from, false, v->comm);
+        rc = lp_post(&ps->recvs, (char *)v->tensors[ps->mv->blob]->data + dst, bytes, from, false, 0,
+                     v->comm);
         ps->got += bytes;
     }
     return rc;
@@ -492,11 +530,14 @@ int lp_resplit(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOST_MAX
     struct old o = {0};
     struct placement_nodes nd = {0};
     struct move *mv = calloc((size_t)n + 1, sizeof *mv);
-    rc = mv ? old_layout(v, name, man, &o) : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    rc = mv ? old_layout(v->plan, name, man, &o) : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
     if (rc == 0) rc = placement_nodes(hosts, size, &nd);
     if (rc == 0 && !((o.held = calloc((size_t)o.W, sizeof *o.held)) && (o.keys = malloc((size_t)o.W * sizeof *o.keys))))
         rc = cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    if (rc == 0 && !(o.needed = calloc((size_t)o.W, 1)))
+        rc = cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
     CAIRN_CHECK(coll_agree(v->comm, rc));
+    mark_needed(v->plan, &o);
     CAIRN_CHECK(fetch_all(v, &nd, root, name, &o));
     CAIRN_CHECK(share_shapes(v, &o));
     /* every blob's plan first, the same on every rank: no rank posts a
@@ -509,7 +550,7 @@ int lp_resplit(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOST_MAX
     CAIRN_CHECK(coll_agree(v->comm, lp_spread_replicated(v)));
     describe_change(v, &o, io->layout_change, sizeof io->layout_change);
     for (int r = 0; r < o.W; r++) {
-        if (o.keys[r] < size) continue;
+        if (o.keys[r] < size || o.keys[r] == KEY_NONE) continue;
         size_t len = strlen(io->partner_ranks);
         snprintf(io->partner_ranks + len, sizeof io->partner_ranks - len, "%s%d", io->partners ? ", " : "", r);
         io->partners++;
@@ -519,5 +560,122 @@ cleanup:
     old_free(&o);
     placement_nodes_free(&nd);
     free(mv);
+    return rc;
+}
+
+/* ---- serial: a blob whole (cairn ckpt extract) ------------------------------------ */
+
+/* Rank r's part from a copy under the manifest's directory on this node,
+ * checked, into o->held[r]. */
+static int read_here(struct old *o, const char *name, int r)
+{
+    char path[4400];
+    struct stat st;
+    int rc = CAIRN_ENOCKPT;
+    for (int partner = 0; partner < 2 && rc; partner++) {
+        if (lp_part_path(path, sizeof path, o->man->root, name, partner ? "partner" : "rank", r) ||
+            lstat(path, &st) != 0)
+            continue;
+        rc = lp_check_copy(path, r, o->man);
+        if (rc == 0) rc = lp_read_file(path, o->man->parts[r].bytes, &o->held[r]);
+        if (rc == 0) rc = check_old(o, r, o->held[r], o->man->parts[r].bytes);
+        if (rc) {
+            free(o->held[r]);
+            o->held[r] = NULL;
+        }
+    }
+    if (rc == CAIRN_ENOCKPT)
+        return cairn_err_set(CAIRN_ENOCKPT, __FILE__, __LINE__, "rank %d's part is not under %s on this node "
+                             "(extract it on a node that holds it or its partner copy)", r, o->man->root);
+    return rc;
+}
+
+/* Blob "GROUP/BLOB" whole into out: the parts of its group joined (a
+ * sharded blob's rows in rank order, a per-rank one's under a leading
+ * ranks dimension, a replicated one from the group's first rank). */
+static int extract_one(struct old *o, const char *name, const char *blob, hid_t out)
+{
+    int rc = 0, ei = -1;
+    struct tensor t = {0};
+    hid_t d = H5I_INVALID_HID;
+    for (int i = 0; i < o->c.n; i++) {
+        char full[300];
+        snprintf(full, sizeof full, "%s/%s", o->c.v[i].group, o->c.v[i].blob);
+        if (strcmp(full, blob) == 0) ei = i;
+    }
+    if (ei < 0) CAIRN_FAIL(CAIRN_EINPUT, "no blob '%s' in the checkpoint (write GROUP/BLOB)", blob);
+    const struct entry *e = &o->c.v[ei];
+    const struct ckpt_local_group *g = &o->man->groups[man_group(o->man, e->group)];
+    int parts = e->dist == DIST_REPLICATED ? 1 : g->nranks;
+    struct shape whole = {0};
+    uint64_t at = 0;
+    for (int j = 0; j < parts; j++) {
+        int r = g->first + j, k = rec_of(o, r, ei);
+        if (!o->held[r]) CAIRN_CHECK(read_here(o, name, r));
+        const struct part_rec *x = (const struct part_rec *)(o->held[r] + sizeof(struct part_head)) + k;
+        if (j == 0) { /* the whole's shape: of the first part, its rows (or ranks) counted below */
+            whole.ndim = x->ndim + (e->dist == DIST_LOCAL);
+            for (int i = 0; i < x->ndim; i++) whole.d[i + (e->dist == DIST_LOCAL)] = x->dims[i];
+            if (e->dist == DIST_LOCAL) whole.d[0] = parts;
+            if (e->dist == DIST_SHARDED) whole.d[0] = 0;
+        }
+        bool same = true;
+        for (int i = 1; e->dist != DIST_REPLICATED && i < x->ndim; i++)
+            same = same && x->dims[i] == whole.d[i + (e->dist == DIST_LOCAL)];
+        if (!same || (e->dist == DIST_LOCAL && x->ndim > 0 && x->dims[0] != whole.d[1]))
+            CAIRN_FAIL(CAIRN_ECORRUPT, "the parts of %s disagree on its shape", blob);
+        if (e->dist == DIST_SHARDED) whole.d[0] += x->dims[0];
+    }
+    CAIRN_CHECK(tensor_resize(&t, e->dtype, &whole));
+    for (int j = 0; j < parts; j++) {
+        int r = g->first + j, k = rec_of(o, r, ei);
+        const struct part_rec *x = (const struct part_rec *)(o->held[r] + sizeof(struct part_head)) + k;
+        if (at + x->bytes > tensor_bytes(&t)) CAIRN_FAIL(CAIRN_ECORRUPT, "the parts of %s disagree on its shape", blob);
+        memcpy((char *)t.data + at, o->held[r] + data_at(o, r, k), x->bytes);
+        at += x->bytes;
+    }
+    uint64_t sum = checksum_part(t.data, dtype_size(t.dtype), (int64_t)(tensor_bytes(&t) / dtype_size(t.dtype)), 0);
+    CAIRN_CHECK(h5_put_tensor(out, blob, &t));
+    d = H5Dopen2(out, blob, H5P_DEFAULT);
+    CAIRN_CHECK_H5(d);
+    CAIRN_CHECK(h5_attr_put_str(d, "dist", dist_name(e->dist)));
+    CAIRN_CHECK(h5_attr_put(d, "checksum", H5T_NATIVE_UINT64, &sum)); /* of the data alone */
+cleanup:
+    if (d >= 0 && H5Dclose(d) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Dclose");
+    tensor_free(&t);
+    return rc;
+}
+
+int ckpt_local_extract(const char *path, const char *const *blobs, int n, const char *to)
+{
+    int rc = 0;
+    struct ckpt_local_manifest man = {0};
+    struct old o = {0};
+    struct fsx_out out = {.dir = -1, .fd = -1};
+    hid_t f = H5I_INVALID_HID;
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    long long seed = 0;
+    h5_quiet();
+    CAIRN_CHECK(ckpt_local_manifest_read(path, &man));
+    if (!man.settings || !man.n_groups || !man.root[0])
+        CAIRN_FAIL(CAIRN_EINPUT, "%s: an older cairn wrote it, and its manifest does not say where its parts "
+                                 "are or what they hold", path);
+    CAIRN_CHECK(old_layout(NULL, name, &man, &o));
+    CAIRN_CHECK_ALLOC(o.held = calloc((size_t)o.W, sizeof *o.held));
+    const char *s = strstr(man.settings, "\nseed=");
+    if (s) sscanf(s + 6, "%lld", &seed);
+    CAIRN_CHECK(fsx_out_begin(&out, to, 0));
+    CAIRN_CHECK(h5_create_file(out.tmp, H5P_DEFAULT, &f));
+    CAIRN_CHECK(h5_attr_put_i64(f, "epoch", man.meta.epoch));
+    CAIRN_CHECK(h5_attr_put_i64(f, "step", man.meta.step));
+    CAIRN_CHECK(h5_attr_put_i64(f, "seed", seed));
+    for (int i = 0; i < n; i++) CAIRN_CHECK(extract_one(&o, name, blobs[i], f));
+cleanup:
+    if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
+    if (rc == 0) rc = fsx_out_commit(&out);
+    fsx_out_abort(&out);
+    old_free(&o);
+    ckpt_local_manifest_free(&man);
+    if (rc == CAIRN_EHDF5) rc = CAIRN_ECORRUPT;
     return rc;
 }

@@ -76,7 +76,10 @@ static int local_commit(struct ckpt_tier *t, const struct ckpt_view *v, const st
     bool listed = false, wrote = false;
     struct ckpt_local_manifest man = {.meta = *m, .world = v->plan->nranks, .parts = t->parts};
     struct ckpt_entry e = {.epoch = m->epoch, .step = m->step, .ok = true};
-    struct at_point at = {.v = v, .epoch = m->epoch, .dir = t->dir};
+    char shared[4400]; /* the fault point names the shared directory, as the shared tier's do */
+    snprintf(shared, sizeof shared, "%s", t->dir);
+    if (strrchr(shared, '/')) *strrchr(shared, '/') = '\0';
+    struct at_point at = {.v = v, .epoch = m->epoch, .dir = shared};
     struct ckpt_index_faults faults = {.at = at_point, .arg = &at, .written = "local_index"};
     local_name(m, name, sizeof name);
     snprintf(man.blas_kernels, sizeof man.blas_kernels, "%s", t->kernels ? t->kernels : "");
@@ -151,5 +154,6 @@ const struct ckpt_tier_ops ckpt_tier_local = {
     .commit = local_commit,
     .prune = local_prune,
     .read = local_read,
+    .extract = ckpt_local_extract,
     .verify = ckpt_local_verify,
 };

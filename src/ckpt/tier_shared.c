@@ -163,6 +163,7 @@ const struct ckpt_tier_ops ckpt_tier_shared = {
     .commit = shared_commit,
     .prune = shared_prune,
     .read = shared_read,
+    .extract = ckpt_file_extract,
     .verify = ckpt_file_verify,
 };
 

@@ -281,15 +281,16 @@ static int save_to(struct ckpt_mgr *c, const struct saver *s, struct ckpt_tier *
     mgr_doing(c, s->lane, "saving the %s of epoch %lld step %lld (%s)", kind, (long long)m->epoch,
               (long long)m->step, local ? "every rank's part and its partner copy" : "collective HDF5 I/O over all ranks");
     CAIRN_CHECK(saver_view(c, s, &v, &tv));
-    CAIRN_CHECK(t->ops->write(t, &v, m, &io));
-    if (!local && clock_run() > t0) c->rate = bytes / (clock_run() - t0);
-    if (t->unreserved && !c->unreserved_said) { /* rank 0's finding */
+    rc = t->ops->write(t, &v, m, &io);
+    if (t->unreserved && !c->unreserved_said) { /* rank 0's finding, which explains a failed write */
         c->unreserved_said = true;
         runlog_line(c->rt->log, "note: the file system of %s cannot reserve space ahead (no fallocate): "
                                 "checkpoints are written without a reservation, so a disk that fills "
                                 "fails a save after its writes, not before them (checkpoint.on_failure)",
                     c->dir);
     }
+    CAIRN_CHECK(rc);
+    if (!local && clock_run() > t0) c->rate = bytes / (clock_run() - t0);
     if (!local) mgr_watch_io(c, s->lane, bytes); /* the commit syncs the file again on rank 0 */
     mgr_doing(c, s->lane, "committing the %s of epoch %lld step %lld (rank 0 %s)", kind, (long long)m->epoch,
               (long long)m->step, local ? "writes its manifest" : "syncs and renames it");

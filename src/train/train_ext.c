@@ -2,6 +2,7 @@
  * the generic core.  Each hook forwards to the module that does the work:
  * config_train.c, trainplan.c, train.c. */
 #include "cairn/train_spec.h"
+#include "train_priv.h"
 
 #include "cairn/error.h"
 #include "cairn/runtime.h"
@@ -91,9 +92,20 @@ extern const struct op_def op_ps_init, op_ps_step, op_train_step, op_evaluate, o
 static const struct op_def *const ops[] = {&op_ps_init,  &op_ps_step,  &op_train_step,  &op_evaluate,
                                            &op_download, &op_save_model, &op_embed_serve, NULL};
 
+static const struct ext_command commands[] = {
+    {"eval", "  eval MODEL.h5 DATA.h5     a trained model's loss and accuracy on data\n", NULL, train_cmd_eval},
+    {"predict", "  predict MODEL.h5 DATA.h5 -o OUT.h5   its outputs for every row\n", NULL, train_cmd_predict},
+    {"generate", "  generate MODEL.h5 --prompt TEXT --tokens N   text from a language model\n", NULL,
+     train_cmd_generate},
+    {"grads", "  grads JOB.cfg   a model job's first gradients, computed in one process\n", NULL, train_cmd_grads},
+    {"data balance", train_balance_synopsis, train_balance_about, train_cmd_balance},
+    {NULL, NULL, NULL, NULL},
+};
+
 const struct ext_def train_ext = {
     .name = "training",
     .ops = ops,
+    .commands = commands,
     .keys = keys,
     .stop_keys = stop_keys,
     .configure = train_configure,

@@ -20,6 +20,14 @@ struct train_plan;
 struct optim_args;
 struct emb;
 
+/* The extension's commands (cmd_infer.c, cmd_train.c; train_ext.c lists them). */
+int train_cmd_eval(int argc, char **argv);
+int train_cmd_predict(int argc, char **argv);
+int train_cmd_generate(int argc, char **argv);
+int train_cmd_grads(int argc, char **argv);
+int train_cmd_balance(int argc, char **argv);
+extern const char train_balance_synopsis[], train_balance_about[];
+
 enum role { ROLE_NONE, ROLE_STAGE, ROLE_PS };
 
 /* The samples one step (or one evaluation batch) works on, for this rank. */

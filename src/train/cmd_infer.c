@@ -1,5 +1,7 @@
 /* cairn eval and cairn predict: a trained model used on data (infer.h). */
-#include "cli_priv.h"
+#include "train_priv.h"
+
+#include "cairn/cmdline.h"
 
 #include "cairn/coll.h"
 #include "cairn/error.h"
@@ -89,31 +91,31 @@ static int parse(int argc, char **argv, struct cmd *c)
         switch (o) {
         case 'f': c->features = optarg; break;
         case 'l':
-            if (c->predict) return cli_usage_error(usage, "%s", "predict takes no labels");
+            if (c->predict) return cmd_usage_error(usage, "%s", "predict takes no labels");
             c->labels = optarg;
             break;
         case 'r':
             if (parse_rows(optarg, &c->o.first, &c->o.end))
-                return cli_usage_error(usage, "--rows takes FIRST:END (row numbers), not '%s'", optarg);
+                return cmd_usage_error(usage, "--rows takes FIRST:END (row numbers), not '%s'", optarg);
             break;
         case 'b':
             c->o.batch = strtoll(optarg, &end, 10);
             if (*end || c->o.batch < 1 || c->o.batch > (1 << 24))
-                return cli_usage_error(usage, "--batch needs an integer from 1 to 16777216, not '%s'", optarg);
+                return cmd_usage_error(usage, "--batch needs an integer from 1 to 16777216, not '%s'", optarg);
             break;
         case 'o': c->o.out = optarg; break;
         case 'j': c->json = true; break;
         case 'h': fputs(usage, stdout); return 0;
-        default: return cli_usage_error(usage, "bad option '%s'", argv[optind - 1]);
+        default: return cmd_usage_error(usage, "bad option '%s'", argv[optind - 1]);
         }
     }
     for (; optind < argc; optind++) {
         if (!c->model) c->model = argv[optind];
         else if (!c->o.data) c->o.data = argv[optind];
-        else return cli_usage_error(usage, "unexpected argument '%s'", argv[optind]);
+        else return cmd_usage_error(usage, "unexpected argument '%s'", argv[optind]);
     }
-    if (!c->model || !c->o.data) return cli_usage_error(usage, "%s", "needs MODEL.h5 and DATA.h5");
-    if (c->predict && !c->o.out) return cli_usage_error(usage, "%s", "needs -o OUT.h5");
+    if (!c->model || !c->o.data) return cmd_usage_error(usage, "%s", "needs MODEL.h5 and DATA.h5");
+    if (c->predict && !c->o.out) return cmd_usage_error(usage, "%s", "needs -o OUT.h5");
     return -1;
 }
 
@@ -170,7 +172,7 @@ static int run(int argc, char **argv, bool predict)
     struct infer_model *m = NULL;
     struct infer_result r;
     MPI_Comm comm = MPI_COMM_NULL;
-    cli_mpi_init(&argc, &argv, &threads);
+    cmd_mpi_init(&argc, &argv, &threads);
     MPI_Comm_dup(MPI_COMM_WORLD, &comm);
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(comm, &me);
@@ -191,8 +193,8 @@ static int run(int argc, char **argv, bool predict)
     return cairn_exit_code(rc);
 }
 
-int cli_eval(int argc, char **argv) { return run(argc, argv, false); }
-int cli_predict(int argc, char **argv) { return run(argc, argv, true); }
+int train_cmd_eval(int argc, char **argv) { return run(argc, argv, false); }
+int train_cmd_predict(int argc, char **argv) { return run(argc, argv, true); }
 
 /* ---- generate ---------------------------------------------------------------- */
 
@@ -209,7 +211,19 @@ static const char usage_generate[] =
     "whole window through the model for each byte instead: the same bytes within\n"
     "rounding, slower).  --json prints one JSON line of timings after the text.\n";
 
-int cli_generate(int argc, char **argv)
+/* The text (every byte: a byte-level model may write NUL), then with
+ * json the figures. */
+static int print_generated(const unsigned char *text, int64_t n, const struct infer_gen *g, bool json, double secs)
+{
+    bool ok = fwrite(text, 1, (size_t)n, stdout) == (size_t)n && putchar('\n') != EOF;
+    if (ok && json)
+        ok = printf("{\"command\":\"generate\",\"tokens\":%lld,\"cache\":%s,\"seconds\":%.6f,"
+                    "\"tokens_per_second\":%.1f}\n", (long long)g->tokens, g->no_cache ? "false" : "true", secs,
+                    secs > 0 ? (double)g->tokens / secs : 0.0) > 0;
+    return ok ? 0 : cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot write the generated text");
+}
+
+int train_cmd_generate(int argc, char **argv)
 {
     static const struct option opts[] = {{"prompt", required_argument, NULL, 'p'},
                                          {"tokens", required_argument, NULL, 'n'},
@@ -232,37 +246,37 @@ int cli_generate(int argc, char **argv)
         case 'n':
             g.tokens = strtoll(optarg, &e, 10);
             if (*e || e == optarg || g.tokens < 0 || g.tokens > (1 << 24))
-                return cli_usage_error(usage_generate, "--tokens needs an integer from 0 to 16777216, not '%s'", optarg);
+                return cmd_usage_error(usage_generate, "--tokens needs an integer from 0 to 16777216, not '%s'", optarg);
             break;
         case 't':
             g.temperature = strtod(optarg, &e);
             if (*e || e == optarg || !(g.temperature >= 0 && g.temperature <= 1e6))
-                return cli_usage_error(usage_generate, "--temperature needs a number from 0 to 1e6, not '%s'", optarg);
+                return cmd_usage_error(usage_generate, "--temperature needs a number from 0 to 1e6, not '%s'", optarg);
             break;
         case 'k':
             g.top_k = strtoll(optarg, &e, 10);
             if (*e || e == optarg || g.top_k < 1 || g.top_k > (1 << 24))
-                return cli_usage_error(usage_generate, "--top-k needs an integer from 1 to 16777216, not '%s'", optarg);
+                return cmd_usage_error(usage_generate, "--top-k needs an integer from 1 to 16777216, not '%s'", optarg);
             break;
         case 's': {
             errno = 0;
             unsigned long long v = strtoull(optarg, &e, 10);
             if (*e || e == optarg || optarg[0] == '-' || errno == ERANGE)
-                return cli_usage_error(usage_generate, "--seed needs an integer >= 0, not '%s'", optarg);
+                return cmd_usage_error(usage_generate, "--seed needs an integer >= 0, not '%s'", optarg);
             g.seed = v;
             break;
         }
         case 'c': g.no_cache = true; break;
         case 'j': json = true; break;
         case 'h': fputs(usage_generate, stdout); return CAIRN_EXIT_OK;
-        default: return cli_usage_error(usage_generate, "unknown option '%s'", argv[optind - 1]);
+        default: return cmd_usage_error(usage_generate, "unknown option '%s'", argv[optind - 1]);
         }
     }
     if (optind != argc - 1 || !g.prompt || g.tokens < 0)
-        return cli_usage_error(usage_generate, "%s", "generate needs MODEL.h5, --prompt and --tokens");
+        return cmd_usage_error(usage_generate, "%s", "generate needs MODEL.h5, --prompt and --tokens");
     g.prompt_len = (int64_t)strlen(g.prompt);
     if (slurm_launch_check()) return CAIRN_EXIT_INPUT;
-    cli_mpi_init(&argc, &argv, &threads);
+    cmd_mpi_init(&argc, &argv, &threads);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     struct infer_model *m = NULL;
     unsigned char *text = NULL;
@@ -275,10 +289,7 @@ int cli_generate(int argc, char **argv)
         rc = infer_generate(m, &g, &text, &n);
         t1 = MPI_Wtime();
     }
-    if (rc == 0 && printf("%.*s\n", (int)n, (const char *)text) >= 0 && json)
-            printf("{\"command\":\"generate\",\"tokens\":%lld,\"cache\":%s,\"seconds\":%.6f,\"tokens_per_second\":%.1f}\n",
-                   (long long)g.tokens, g.no_cache ? "false" : "true", t1 - t0,
-                   t1 > t0 ? (double)g.tokens / (t1 - t0) : 0.0);
+    if (rc == 0) rc = print_generated(text, n, &g, json, t1 - t0);
     if (rc) fprintf(stderr, "cairn: %s\n", cairn_errmsg());
     free(text);
     infer_close(&m);
