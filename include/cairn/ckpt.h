@@ -1,6 +1,9 @@
-/* The checkpoint manager: when to checkpoint, the commit protocol, resume
- * with fallback, retention and upload.  All functions are collective on
- * the job's world and return the same result on every rank.
+/* The checkpoint manager, the runtime's half of checkpointing: when to
+ * checkpoint and to which tier, the ranks' agreement, the watchdog's
+ * allowances, resume with fallback, and upload.  The tiers themselves
+ * (how a checkpoint is written, committed, read) are the storage layer's
+ * (ckpt_tier.h).  All functions are collective on the job's world and
+ * return the same result on every rank.
  *
  * Commit protocol (after SCR): every rank writes its part of DIR/NAME.tmp;
  * the ranks agree that all succeeded; only then rank 0 fsyncs the file,

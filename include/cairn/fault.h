@@ -33,7 +33,7 @@
  *                  the system has no thread to give; liveness: the
  *                  heartbeat ring's, at start-up)
  * mdc:default:0   checkpoint files keep HDF5's default 256 KiB of dirty
- *                  metadata, not ckpt_file.c's 32 MiB (every rank alike),
+ *                  metadata, not ckpt_write.c's 32 MiB (every rank alike),
  *                  so a model of many parameters writes metadata before
  *                  the file is allocated: the path past 32 MiB */
 #ifndef CAIRN_FAULT_H

@@ -78,9 +78,36 @@ part=$(sed -n 's/^root //p' rs3/ckpt/local/ckpt-e000001)/ckpt-e000001/rank000002
 py 'import sys; f = open(sys.argv[1], "r+b"); f.seek(-8, 2); b = f.read(1); f.seek(-8, 2); f.write(bytes([b[0] ^ 1]))' "$part"
 run verify-damaged "$CAIRN" ckpt verify rs3/ckpt/local/ckpt-e000001
 expect_rc local/verify-damaged verify-damaged 1
-expect_grep local/verify-damaged-named verify-damaged.out "rank000002 fails its checksum"
+expect_grep local/verify-damaged-named verify-damaged.out "rank000002: rank 2's part fails its checksum"
 mpi local-damaged 3 run "$G/mlp.cfg" --run-dir rs3 "${tier[@]}" --set ps.shards=1
 expect_rc local/damaged-resumed local-damaged 0
 expect_grep local/damaged-set-aside rs3/cairn.log "warning: the node-local checkpoint after epoch 1 \(local/ckpt-e000001\) cannot be loaded: rank 2's part fails its checksum; resuming from the shared checkpoints"
 expect_grep local/damaged-shared-taken rs3/cairn.log "resuming after epoch 0 "
 same_bytes local/damaged-as-uninterrupted mlp/model.h5 rs3/model.h5
+
+# extract joins each kind of blob: a sharded one's rows in rank order, a
+# per-rank one under a ranks dimension, a replicated one once; the run is
+# killed in its shared commit of epoch 2, after its node-local one
+cat >pr.cfg <<'CFG'
+name = "pr";
+groups = ( { name = "g"; ranks = 2; } );
+init = ( { group = "g"; steps = (
+    { op = "range"; out = "w"; shape = [6, 3]; dist = "sharded"; },
+    { op = "range"; out = "mine"; shape = [2, 3]; dist = "per-rank"; start = 10.0; },
+    { op = "range"; out = "total"; shape = [4]; start = 100.0; } ); } );
+epoch = ( { group = "g"; steps = (
+    { op = "scale"; in = "w"; out = "w"; factor = 2.0; },
+    { op = "scale"; in = "mine"; out = "mine"; factor = 3.0; },
+    { op = "scale"; in = "total"; out = "total"; factor = 0.5; } ); } );
+stop = { max_epochs = 3; };
+CFG
+mpi pr-shared 2 run pr.cfg --run-dir prs
+run pr-local env CAIRN_FAULT=kill:index_tmp:0:2 mpirun --oversubscribe -np 2 "$CAIRN" run pr.cfg --run-dir prl \
+    --set "checkpoint.local=\"$PWD/nodes\"" --set checkpoint.flush_every=1
+blobs=(--blob g/w --blob g/mine --blob g/total)
+run pr-x-local "$CAIRN" ckpt extract prl/ckpt --epoch 2 "${blobs[@]}" -o pr-local.h5
+expect_grep kinds/extract-took-node-local pr-x-local.out "pr-local.h5: 3 blobs of epoch 2 \(local/ckpt-e000002\)"
+run pr-x-shared "$CAIRN" ckpt extract prs/ckpt --epoch 2 "${blobs[@]}" -o pr-shared.h5
+expect_rc kinds/extract-shared pr-x-shared 0
+for b in w mine total; do same_h5 "kinds/extract-$b-as-shared" pr-shared.h5 pr-local.h5 "/g/$b"; done
+expect_eq kinds/per-rank-stacked "$(py 'import h5py, sys; print(h5py.File(sys.argv[1], "r")["g/mine"].shape)' pr-local.h5)" "(2, 2, 3)"

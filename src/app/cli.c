@@ -57,45 +57,6 @@ static const char usage_main_end[] =
     "exit codes: 0 success, 2 bad input, 3 runtime failure,\n"
     "            75 preempted (checkpoint saved; rerun to continue)\n";
 
-/* The extensions' commands ("data NAME" ones with data), each its
- * synopsis, after the core's. */
-static void ext_usage(FILE *out, bool data)
-{
-    int n;
-    const struct ext_def *const *all = ext_all(&n);
-    for (int e = 0; e < n; e++)
-        for (const struct ext_command *x = all[e]->commands; x && x->name; x++)
-            if ((strncmp(x->name, "data ", 5) == 0) == data) fputs(x->synopsis, out);
-}
-
-/* The extensions' data set kinds, explained. */
-static void ext_about(FILE *out)
-{
-    int n;
-    const struct ext_def *const *all = ext_all(&n);
-    for (int e = 0; e < n; e++)
-        for (const struct ext_command *x = all[e]->commands; x && x->name; x++)
-            if (x->about) fputs(x->about, out);
-}
-
-static void main_usage(FILE *out)
-{
-    fputs(usage_main, out);
-    ext_usage(out, false);
-    fputs(usage_main_end, out);
-}
-
-/* An extension's command of that name ("data NAME" for a data set kind), or NULL. */
-static const struct ext_command *ext_command(const char *name)
-{
-    int n;
-    const struct ext_def *const *all = ext_all(&n);
-    for (int e = 0; e < n; e++)
-        for (const struct ext_command *x = all[e]->commands; x && x->name; x++)
-            if (strcmp(x->name, name) == 0) return x;
-    return NULL;
-}
-
 static const char usage_run[] =
     "usage: cairn run JOB.cfg [--set KEY=VALUE]... [--run-dir DIR] [--resume=WHEN] [--force]\n"
     "                 [--no-requeue]\n"
@@ -164,8 +125,41 @@ static const char usage_ckpt[] =
     "           it, 1 if it is damaged, 2 if it is of another format or job\n"
     "  extract  copy blobs of the committed checkpoint of epoch E (default: the\n"
     "           newest) into OUT.h5 as datasets /GROUP/BLOB, checksums verified\n"
-    "verify and extract take node-local checkpoints too (checkpoint.local: FILE\n"
-    "is then the manifest DIR/local/ckpt-eEPOCH), reading the parts on this node.\n";
+    "A node-local checkpoint (checkpoint.local): verify takes its manifest,\n"
+    "DIR/local/ckpt-eEPOCH, as FILE; extract takes it from DIR when it is the\n"
+    "newest (or epoch E's); both read its parts on this node.\n";
+
+/* The usage texts with the extensions' commands in them, built once,
+ * each printed with one write (ranks' lines do not mix). */
+static const char *usage_text(bool data)
+{
+    static struct strbuf text[2];
+    struct strbuf *b = &text[data];
+    if (b->len) return strbuf_str(b);
+    int n;
+    const struct ext_def *const *all = ext_all(&n);
+    strbuf_add(b, data ? usage_data : usage_main);
+    for (int e = 0; e < n; e++) /* the synopses, after the core's */
+        for (const struct ext_command *x = all[e]->commands; x && x->name; x++)
+            if ((strncmp(x->name, "data ", 5) == 0) == data) strbuf_add(b, x->synopsis);
+    strbuf_add(b, data ? usage_data_kinds : usage_main_end);
+    for (int e = 0; data && e < n; e++) /* a data tool's explanation */
+        for (const struct ext_command *x = all[e]->commands; x && x->name; x++)
+            if (x->about) strbuf_add(b, x->about);
+    return strbuf_finish(b) ? (data ? usage_data : usage_main) : strbuf_str(b);
+}
+
+/* An extension's command of that name ("data NAME" for a data set kind,
+ * which `cairn data` looks up), or NULL. */
+static const struct ext_command *ext_command(const char *name)
+{
+    int n;
+    const struct ext_def *const *all = ext_all(&n);
+    for (int e = 0; e < n; e++)
+        for (const struct ext_command *x = all[e]->commands; x && x->name; x++)
+            if (strcmp(x->name, name) == 0) return x;
+    return NULL;
+}
 
 /* ---- shared option parsing ------------------------------------------------ */
 
@@ -562,15 +556,22 @@ done:
 }
 
 /* The committed checkpoint of `epoch` (< 0: the newest) in either of
- * DIR's tiers; the node-local one where it is newer or alone. */
+ * DIR's tiers; the node-local one where it is newer or alone.  Neither:
+ * both tiers' "no such checkpoint" (a damaged index is named). */
 static int locate_any(const char *dir, long epoch, struct ckpt_entry *e, char *path, size_t size)
 {
-    char local[4400], lpath[4400];
+    char local[4400], lpath[4400], why[2048], index[4400];
     struct ckpt_entry le;
     int rc = ckpt_index_locate(dir, epoch, e, path, size);
-    if (fsx_join(local, sizeof local, dir, "local") || ckpt_index_locate(local, epoch, &le, lpath, sizeof lpath))
-        return rc ? ckpt_index_locate(dir, epoch, e, path, size) : 0; /* the shared tier's message */
-    if (rc == 0 && (e->epoch > le.epoch || (e->epoch == le.epoch && e->step >= le.step))) return 0;
+    snprintf(why, sizeof why, "%s", rc ? cairn_errmsg() : "");
+    if (rc && rc != CAIRN_ENOCKPT) return rc;
+    int lrc = fsx_join(local, sizeof local, dir, "local");
+    if (lrc == 0) lrc = fsx_join(index, sizeof index, local, "index");
+    if (lrc || access(index, F_OK) != 0) return rc ? cairn_err_set(rc, __FILE__, __LINE__, "%s", why) : 0;
+    lrc = ckpt_index_locate(local, epoch, &le, lpath, sizeof lpath);
+    if (lrc && (lrc != CAIRN_ENOCKPT || rc)) /* both lack it, or the node-local index is damaged */
+        return rc ? cairn_err_set(rc, __FILE__, __LINE__, "%s; node-local: %s", why, cairn_errmsg()) : lrc;
+    if (lrc || (rc == 0 && (e->epoch > le.epoch || (e->epoch == le.epoch && e->step >= le.step)))) return 0;
     *e = le;
     snprintf(path, size, "%s", lpath);
     if (snprintf(e->file, sizeof e->file, "local/%s", le.file) >= (int)sizeof e->file) e->file[0] = '\0';
@@ -640,23 +641,23 @@ static int parse_table(const char *arg, struct datagen_spec *g)
     const char *rows = strchr(arg, ':'), *k = rows ? strchr(rows + 1, ':') : NULL;
     char num[32];
     long r, n;
-    if (g->n_tables == DATAGEN_MAX_TABLES) return cmd_usage_error(usage_data, "more than 8 tables ('--table %s')", arg);
+    if (g->n_tables == DATAGEN_MAX_TABLES) return cmd_usage_error(usage_text(true), "more than 8 tables ('--table %s')", arg);
     if (!rows || !k || rows == arg || (size_t)(rows - arg) >= sizeof t->name || (size_t)(k - rows) > sizeof num)
         goto bad;
     snprintf(num, (size_t)(k - rows), "%s", rows + 1);
     if (cmd_parse_int(num, 1, 1L << 40, &r) || cmd_parse_int(k + 1, 1, DATAGEN_MAX_BAG, &n)) goto bad;
     snprintf(t->name, (size_t)(rows - arg) + 1, "%s", arg);
     if (strcmp(t->name, "features") == 0 || strcmp(t->name, "labels") == 0)
-        return cmd_usage_error(usage_data, "table dataset '%s' would replace the features or labels", t->name);
+        return cmd_usage_error(usage_text(true), "table dataset '%s' would replace the features or labels", t->name);
     for (int i = 0; i < g->n_tables; i++)
         if (strcmp(g->tables[i].name, t->name) == 0)
-            return cmd_usage_error(usage_data, "table '%s' given twice", t->name);
+            return cmd_usage_error(usage_text(true), "table '%s' given twice", t->name);
     t->rows = r;
     t->k = n;
     g->n_tables++;
     return 0;
 bad:
-    return cmd_usage_error(usage_data,
+    return cmd_usage_error(usage_text(true),
                        "'--table %s' needs NAME:ROWS:K (a name of at most 63 characters, ROWS from 1 to "
                        "2^40, K ids per sample from 1 to 64)",
                        arg);
@@ -690,16 +691,16 @@ static int data_synth(int argc, char **argv)
             char *end;
             g.zipf = strtod(optarg, &end);
             if (!*optarg || *end || !(g.zipf > 0 && g.zipf <= 10))
-                return cmd_usage_error(usage_data, "'--zipf %s' needs an exponent above 0, at most 10", optarg);
+                return cmd_usage_error(usage_text(true), "'--zipf %s' needs an exponent above 0, at most 10", optarg);
             continue;
         }
         dst = c == 'n' ? &n : c == 'd' ? &d : c == 'k' ? &k : c == 'H' ? &h : c == 's' ? &seed : NULL;
-        if (!dst) return cmd_usage_error(usage_data, "bad option '%s'", argv[optind - 1]);
+        if (!dst) return cmd_usage_error(usage_text(true), "bad option '%s'", argv[optind - 1]);
         if (cmd_parse_int(optarg, c == 's' ? 0 : 1, 1L << 40, dst))
-            return cmd_usage_error(usage_data, "'%s' needs a positive integer", argv[optind - 2 >= 0 ? optind - 2 : 0]);
+            return cmd_usage_error(usage_text(true), "'%s' needs a positive integer", argv[optind - 2 >= 0 ? optind - 2 : 0]);
     }
     if (!out || n < 1 || d < 1 || k < 2)
-        return cmd_usage_error(usage_data, "%s", "synth needs --out, --samples, --features and --classes (>= 2)");
+        return cmd_usage_error(usage_text(true), "%s", "synth needs --out, --samples, --features and --classes (>= 2)");
     g.samples = n, g.features = d, g.classes = k, g.hidden = h, g.seed = seed;
     int me = 0, threads = 0;
     if (slurm_launch_check()) return CAIRN_EXIT_INPUT;
@@ -732,11 +733,11 @@ static int data_text(int argc, char **argv)
         if (c == 'o') out = optarg;
         else if (c == 'c') {
             if (cmd_parse_int(optarg, 1, 1L << 16, &ctx))
-                return cmd_usage_error(usage_data, "--context needs an integer from 1 to 65536, not '%s'", optarg);
-        } else return cmd_usage_error(usage_data, "bad option '%s'", argv[optind - 1]);
+                return cmd_usage_error(usage_text(true), "--context needs an integer from 1 to 65536, not '%s'", optarg);
+        } else return cmd_usage_error(usage_text(true), "bad option '%s'", argv[optind - 1]);
     }
     if (!out || ctx < 1 || optind >= argc)
-        return cmd_usage_error(usage_data, "%s", "text needs --out, --context and at least one FILE");
+        return cmd_usage_error(usage_text(true), "%s", "text needs --out, --context and at least one FILE");
     int64_t n = 0;
     int me = 0, threads = 0;
     if (slurm_launch_check()) return CAIRN_EXIT_INPUT;
@@ -759,21 +760,17 @@ static int cmd_data(int argc, char **argv)
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-        FILE *out = argc < 2 ? stderr : stdout;
-        fputs(usage_data, out);
-        ext_usage(out, true);
-        fputs(usage_data_kinds, out);
-        ext_about(out);
+        fputs(usage_text(true), argc < 2 ? stderr : stdout);
         return argc < 2 ? CAIRN_EXIT_INPUT : CAIRN_EXIT_OK;
     }
     char sub[128];
     snprintf(sub, sizeof sub, "data %s", argv[1]);
-    const struct ext_command *x = ext_command(sub);
+    const struct ext_command *x = strchr(argv[1], ' ') ? NULL : ext_command(sub);
     if (x) return x->run(argc - 1, argv + 1);
     if (strcmp(argv[1], "synth") == 0) return data_synth(argc - 1, argv + 1);
     if (strcmp(argv[1], "text") == 0) return data_text(argc - 1, argv + 1);
     if (strcmp(argv[1], "range") != 0)
-        return cmd_usage_error(usage_data, "unknown data set kind '%s'", argv[1]);
+        return cmd_usage_error(usage_text(true), "unknown data set kind '%s'", argv[1]);
     const char *out = NULL, *dataset = "values";
     long count = -1, start = 0;
     optind = 0;
@@ -785,17 +782,17 @@ static int cmd_data(int argc, char **argv)
         case 'd': dataset = optarg; break;
         case 'n':
             if (cmd_parse_int(optarg, 0, 1L << 40, &count))
-                return cmd_usage_error(usage_data, "--count needs an integer >= 0, not '%s'", optarg);
+                return cmd_usage_error(usage_text(true), "--count needs an integer >= 0, not '%s'", optarg);
             break;
         case 's':
             if (cmd_parse_int(optarg, -(1L << 40), 1L << 40, &start))
-                return cmd_usage_error(usage_data, "--start needs an integer, not '%s'", optarg);
+                return cmd_usage_error(usage_text(true), "--start needs an integer, not '%s'", optarg);
             break;
-        case 'h': fputs(usage_data, stdout); return CAIRN_EXIT_OK;
-        default: return cmd_usage_error(usage_data, "unknown option '%s'", argv[optind]); /* argv+1 shifted: argv[optind] is the option */
+        case 'h': fputs(usage_text(true), stdout); return CAIRN_EXIT_OK;
+        default: return cmd_usage_error(usage_text(true), "unknown option '%s'", argv[optind]); /* argv+1 shifted: argv[optind] is the option */
         }
     }
-    if (!out || count < 0) return cmd_usage_error(usage_data, "%s", "range needs --out and --count");
+    if (!out || count < 0) return cmd_usage_error(usage_text(true), "%s", "range needs --out and --count");
     int rc = datagen_range(out, dataset, start, count);
     if (rc) fprintf(stderr, "cairn: %s: %s\n", out, cairn_errmsg());
     return cairn_exit_code(rc);
@@ -883,12 +880,12 @@ int cairn_main(int argc, char **argv)
     mallopt(M_MMAP_THRESHOLD, 256 << 20);
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
     if (argc < 2) {
-        main_usage(stderr);
+        fputs(usage_text(false), stderr);
         return CAIRN_EXIT_INPUT;
     }
     const char *cmd = argv[1];
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
-        main_usage(stdout);
+        fputs(usage_text(false), stdout);
         return CAIRN_EXIT_OK;
     }
     if (strcmp(cmd, "--version") == 0) {
@@ -908,9 +905,7 @@ int cairn_main(int argc, char **argv)
     if (strcmp(cmd, "ckpt") == 0) return cmd_ckpt(argc - 1, argv + 1);
     if (strcmp(cmd, "plot") == 0) return cli_plot(argc - 1, argv + 1);
     if (strcmp(cmd, "bench") == 0) return cmd_bench(argc - 1, argv + 1);
-    const struct ext_command *x = ext_command(cmd);
+    const struct ext_command *x = strchr(cmd, ' ') ? NULL : ext_command(cmd);
     if (x) return x->run(argc - 1, argv + 1);
-    fprintf(stderr, "cairn: unknown command '%s'\n", cmd);
-    main_usage(stderr);
-    return CAIRN_EXIT_INPUT;
+    return cmd_usage_error(usage_text(false), "unknown command '%s'", cmd);
 }

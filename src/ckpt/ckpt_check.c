@@ -311,6 +311,20 @@ cleanup:
     return rc;
 }
 
+int ckf_put_extracted(hid_t out, const char *name, const struct tensor *t, enum dist dist, uint64_t sum)
+{
+    int rc = 0;
+    hid_t d = H5I_INVALID_HID;
+    CAIRN_CHECK(h5_put_tensor(out, name, t));
+    d = H5Dopen2(out, name, H5P_DEFAULT);
+    CAIRN_CHECK_H5(d);
+    CAIRN_CHECK(h5_attr_put_str(d, "dist", dist_name(dist)));
+    CAIRN_CHECK(h5_attr_put(d, "checksum", H5T_NATIVE_UINT64, &sum)); /* of the data alone */
+cleanup:
+    if (d >= 0 && H5Dclose(d) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Dclose");
+    return rc;
+}
+
 /* GROUP/BLOB of a checked checkpoint, verified, into out. */
 static int extract_one(hid_t f, const struct contents *c, hid_t out, const char *name)
 {
@@ -318,7 +332,7 @@ static int extract_one(hid_t f, const struct contents *c, hid_t out, const char 
     char group[128] = "", path[300];
     uint64_t sum = 0;
     struct tensor t = {0};
-    hid_t d = H5I_INVALID_HID, d2 = H5I_INVALID_HID;
+    hid_t d = H5I_INVALID_HID;
     const char *slash = strchr(name, '/');
     if (slash && slash - name < (long)sizeof group) snprintf(group, sizeof group, "%.*s", (int)(slash - name), name);
     const struct entry *e = slash ? ckf_contents_find(c, group, slash + 1) : NULL;
@@ -330,14 +344,9 @@ static int extract_one(hid_t f, const struct contents *c, hid_t out, const char 
     CAIRN_CHECK_H5(d);
     CAIRN_CHECK(tensor_resize(&t, e->dtype, &e->file));
     CAIRN_CHECK_H5(H5Dread(d, h5_native(e->dtype), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.data));
-    CAIRN_CHECK(h5_put_tensor(out, name, &t));
-    d2 = H5Dopen2(out, name, H5P_DEFAULT);
-    CAIRN_CHECK_H5(d2);
-    CAIRN_CHECK(h5_attr_put_str(d2, "dist", dist_name(e->dist)));
-    CAIRN_CHECK(h5_attr_put(d2, "checksum", H5T_NATIVE_UINT64, &sum)); /* of the data alone */
+    CAIRN_CHECK(ckf_put_extracted(out, name, &t, e->dist, sum));
 cleanup:
     tensor_free(&t);
-    if (d2 >= 0 && H5Dclose(d2) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Dclose");
     if (d >= 0) H5Dclose(d);
     return rc;
 }

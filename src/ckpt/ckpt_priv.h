@@ -75,8 +75,20 @@ hid_t ckf_mpio_fapl(const struct ckpt_view *v, bool create, int64_t align);
 
 /* ckpt_check.c */
 const struct entry *ckf_contents_find(const struct contents *c, const char *group, const char *blob);
+/* An extracted blob, whole, as dataset name of out with attributes dist
+ * and checksum (of the data alone). */
+int ckf_put_extracted(hid_t out, const char *name, const struct tensor *t, enum dist dist, uint64_t sum);
 /* Open a checkpoint file and validate its metadata and datasets. */
 int ckf_open_checked(const char *path, hid_t fapl, hid_t *f, struct contents *c);
+
+/* tier_shared.c: a tier's fault points (ckpt_index_faults.at), at epoch
+ * in dir, through the view's hook */
+struct tier_at {
+    const struct ckpt_view *v;
+    int64_t epoch;
+    const char *dir;
+};
+void ckf_tier_at(void *arg, const char *point);
 
 /* ckpt_read.c */
 /* CAIRN_EINPUT unless the checkpoint fits plan p (ckpt_settings_fold). */

@@ -240,6 +240,10 @@ int ckpt_local_verify(const char *path, const struct plan *job, FILE *out)
     if (!man.root[0])
         CAIRN_FAIL(CAIRN_EINPUT, "%s: an older cairn wrote it, and its manifest does not say where its parts are",
                    path);
+    if (man.settings && man.n_groups) { /* the loader's checks, records and all */
+        CAIRN_CHECK(lp_verify_parts(path, &man, out, &elsewhere));
+        goto done;
+    }
     for (int r = 0; r < man.world; r++) {
         int found = 0, prc = 0;
         for (int partner = 0; partner < 2 && found <= 0; partner++) {
@@ -254,6 +258,7 @@ int ckpt_local_verify(const char *path, const struct plan *job, FILE *out)
         if (found < 0) CAIRN_FAIL(prc, "%s", cairn_errmsg()); /* every copy here is damaged */
         if (!found) elsewhere++;
     }
+done:
     if (elsewhere && out)
         fprintf(out, "%d of %d parts are on other nodes (not under %s here): not checked\n", elsewhere,
                 man.world, man.root);

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define PART_MAGIC "CAIRNLP1"
 #define PART_VERSION 1
@@ -72,7 +73,11 @@ void lp_posts_free(struct posts *ps);
 /* Replicated blobs from the group's rank 0 to the others. */
 int lp_spread_replicated(const struct ckpt_view *v);
 
-/* local_resplit.c: ckpt_local_read on another layout. */
+/* local_resplit.c: ckpt_local_read on another layout; and for `ckpt
+ * verify`, every part of man found on this node checked as a load checks
+ * it (header, records against the settings, checksum), a line each to out;
+ * *elsewhere: the parts on other nodes. */
+int lp_verify_parts(const char *path, const struct ckpt_local_manifest *man, FILE *out, int *elsewhere);
 int lp_resplit(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOST_MAX], const char *root,
                const char *name, const struct ckpt_local_manifest *man, struct ckpt_io *io);
 

@@ -43,6 +43,7 @@ struct old {
     int *entry0;       /* man->n_groups: each group's first entry in c, -1 if none */
     char **held;       /* W: the parts this rank read, NULL for the others */
     unsigned char *needed; /* W: the parts of the groups this job loads from */
+    bool partner_read;     /* read_here's last part came from a partner copy */
     long long *keys;   /* W: who holds each part (holder + size if a partner copy) */
     int64_t *shapes;   /* W * R * SLOT: every record's shape, every rank alike */
 };
@@ -195,6 +196,7 @@ static int check_old(const struct old *o, int r, char *buf, uint64_t bytes)
 static int read_held(const struct ckpt_view *v, const char *root, const char *name, struct old *o, int *failed)
 {
     int size = v->plan->nranks, first = 0;
+    bool nomem = false;
     char path[4400];
     for (int r = 0; r < o->W; r++) failed[r] = 0;
     for (int r = 0; r < o->W; r++) {
@@ -206,11 +208,12 @@ static int read_held(const struct ckpt_view *v, const char *root, const char *na
         if (rc) {
             free(o->held[r]);
             o->held[r] = NULL;
-            failed[r] = 1;
+            failed[r] = rc != CAIRN_ENOMEM; /* no copy's fault */
+            nomem |= rc == CAIRN_ENOMEM;
             first = first ? first : rc; /* this rank's first reason stays its error */
         }
     }
-    return first;
+    return nomem ? CAIRN_ENOMEM : first;
 }
 
 /* Every old part read and checked by one rank; a copy that fails is set
@@ -241,9 +244,10 @@ static int fetch_all(const struct ckpt_view *v, const struct placement_nodes *nd
         if (!any) goto cleanup;
         int nomem = crc == CAIRN_ENOMEM;
         CAIRN_CHECK(coll_allreduce(MPI_IN_PLACE, &nomem, 1, MPI_INT, MPI_MAX, v->comm));
+        if (nomem) /* no copy's fault: fail alike, setting none aside */
+            CAIRN_FAIL(CAIRN_ENOMEM, "out of memory reading the node-local checkpoint's parts");
         rc = coll_agree(v->comm, crc);
         snprintf(damaged, sizeof damaged, "%s", cairn_errmsg());
-        if (nomem) goto cleanup; /* no copy's fault: fail, do not set copies aside */
         rc = 0;
         for (int r = 0; r < W; r++)
             if (failed[r]) excl[r] |= o->keys[r] >= v->plan->nranks ? EXCL_PARTNER : EXCL_OWN;
@@ -572,7 +576,9 @@ static int read_here(struct old *o, const char *name, int r)
     char path[4400];
     struct stat st;
     int rc = CAIRN_ENOCKPT;
+    o->partner_read = false;
     for (int partner = 0; partner < 2 && rc; partner++) {
+        o->partner_read = partner;
         if (lp_part_path(path, sizeof path, o->man->root, name, partner ? "partner" : "rank", r) ||
             lstat(path, &st) != 0)
             continue;
@@ -580,6 +586,7 @@ static int read_here(struct old *o, const char *name, int r)
         if (rc == 0) rc = lp_read_file(path, o->man->parts[r].bytes, &o->held[r]);
         if (rc == 0) rc = check_old(o, r, o->held[r], o->man->parts[r].bytes);
         if (rc) {
+            cairn_err_wrap(rc, "%s: ", path);
             free(o->held[r]);
             o->held[r] = NULL;
         }
@@ -593,11 +600,54 @@ static int read_here(struct old *o, const char *name, int r)
 /* Blob "GROUP/BLOB" whole into out: the parts of its group joined (a
  * sharded blob's rows in rank order, a per-rank one's under a leading
  * ranks dimension, a replicated one from the group's first rank). */
+static const struct part_rec *rec_at(const struct old *o, int r, int k)
+{
+    return (const struct part_rec *)(o->held[r] + sizeof(struct part_head)) + k;
+}
+
+/* The shape blob e has whole, from its parts' records (read here):
+ * sharded parts agree beyond their rows, whose sum its settings fix if
+ * they know it; per-rank parts agree entirely and stack under a ranks
+ * dimension.  Parts that cannot be joined are bad input. */
+static int whole_shape(struct old *o, const char *name, int ei, int parts, struct shape *whole)
+{
+    int rc = 0;
+    const struct entry *e = &o->c.v[ei];
+    const struct ckpt_local_group *g = &o->man->groups[man_group(o->man, e->group)];
+    int lead = e->dist == DIST_LOCAL;
+    int64_t rows = 0;
+    for (int j = 0; j < parts; j++) {
+        int r = g->first + j;
+        if (!o->held[r]) CAIRN_CHECK(read_here(o, name, r));
+        const struct part_rec *x = rec_at(o, r, rec_of(o, r, ei)), *x0 = rec_at(o, g->first, rec_of(o, g->first, ei));
+        if (x->ndim + lead > CAIRN_MAX_DIMS)
+            CAIRN_FAIL(CAIRN_EINPUT, "%s/%s has %d dimensions per rank: at most %d can be joined", e->group,
+                       e->blob, x->ndim, CAIRN_MAX_DIMS - 1);
+        bool same = x->ndim == x0->ndim && (e->dist != DIST_SHARDED || x->ndim > 0);
+        for (int d = e->dist == DIST_SHARDED; same && d < x->ndim; d++) same = x->dims[d] == x0->dims[d];
+        if (!same) CAIRN_FAIL(CAIRN_EINPUT, "the parts of %s/%s have shapes that cannot be joined", e->group, e->blob);
+        if (e->dist == DIST_SHARDED) rows += x->dims[0]; /* each at most 2^50 (check_old), 2^24 parts */
+    }
+    const struct part_rec *x0 = rec_at(o, g->first, rec_of(o, g->first, ei));
+    *whole = (struct shape){.ndim = x0->ndim + lead};
+    for (int d = 0; d < x0->ndim; d++) whole->d[d + lead] = x0->dims[d];
+    if (lead) whole->d[0] = parts;
+    if (e->dist == DIST_SHARDED) whole->d[0] = rows;
+    if (e->dist == DIST_SHARDED && e->shape.ndim > 0 && e->shape.d[0] >= 0 && rows != e->shape.d[0])
+        CAIRN_FAIL(CAIRN_ECORRUPT, "the parts of %s/%s hold %lld rows, its settings %lld", e->group, e->blob,
+                   (long long)rows, (long long)e->shape.d[0]);
+cleanup:
+    return rc;
+}
+
+/* Blob "GROUP/BLOB" whole into out: the parts of its group joined (a
+ * sharded blob's rows in rank order, a per-rank one's under a leading
+ * ranks dimension, a replicated one from the group's first rank). */
 static int extract_one(struct old *o, const char *name, const char *blob, hid_t out)
 {
     int rc = 0, ei = -1;
     struct tensor t = {0};
-    hid_t d = H5I_INVALID_HID;
+    struct shape whole;
     for (int i = 0; i < o->c.n; i++) {
         char full[300];
         snprintf(full, sizeof full, "%s/%s", o->c.v[i].group, o->c.v[i].blob);
@@ -607,41 +657,20 @@ static int extract_one(struct old *o, const char *name, const char *blob, hid_t 
     const struct entry *e = &o->c.v[ei];
     const struct ckpt_local_group *g = &o->man->groups[man_group(o->man, e->group)];
     int parts = e->dist == DIST_REPLICATED ? 1 : g->nranks;
-    struct shape whole = {0};
+    CAIRN_CHECK(whole_shape(o, name, ei, parts, &whole));
+    CAIRN_CHECK(tensor_resize(&t, e->dtype, &whole));
     uint64_t at = 0;
     for (int j = 0; j < parts; j++) {
         int r = g->first + j, k = rec_of(o, r, ei);
-        if (!o->held[r]) CAIRN_CHECK(read_here(o, name, r));
-        const struct part_rec *x = (const struct part_rec *)(o->held[r] + sizeof(struct part_head)) + k;
-        if (j == 0) { /* the whole's shape: of the first part, its rows (or ranks) counted below */
-            whole.ndim = x->ndim + (e->dist == DIST_LOCAL);
-            for (int i = 0; i < x->ndim; i++) whole.d[i + (e->dist == DIST_LOCAL)] = x->dims[i];
-            if (e->dist == DIST_LOCAL) whole.d[0] = parts;
-            if (e->dist == DIST_SHARDED) whole.d[0] = 0;
-        }
-        bool same = true;
-        for (int i = 1; e->dist != DIST_REPLICATED && i < x->ndim; i++)
-            same = same && x->dims[i] == whole.d[i + (e->dist == DIST_LOCAL)];
-        if (!same || (e->dist == DIST_LOCAL && x->ndim > 0 && x->dims[0] != whole.d[1]))
-            CAIRN_FAIL(CAIRN_ECORRUPT, "the parts of %s disagree on its shape", blob);
-        if (e->dist == DIST_SHARDED) whole.d[0] += x->dims[0];
+        memcpy((char *)t.data + at, o->held[r] + data_at(o, r, k), rec_at(o, r, k)->bytes);
+        at += rec_at(o, r, k)->bytes;
+        free(o->held[r]); /* copied: a group's parts need not all be held at once */
+        o->held[r] = NULL;
     }
-    CAIRN_CHECK(tensor_resize(&t, e->dtype, &whole));
-    for (int j = 0; j < parts; j++) {
-        int r = g->first + j, k = rec_of(o, r, ei);
-        const struct part_rec *x = (const struct part_rec *)(o->held[r] + sizeof(struct part_head)) + k;
-        if (at + x->bytes > tensor_bytes(&t)) CAIRN_FAIL(CAIRN_ECORRUPT, "the parts of %s disagree on its shape", blob);
-        memcpy((char *)t.data + at, o->held[r] + data_at(o, r, k), x->bytes);
-        at += x->bytes;
-    }
+    if (at != tensor_bytes(&t)) CAIRN_FAIL(CAIRN_ECORRUPT, "the parts of %s do not fill it", blob);
     uint64_t sum = checksum_part(t.data, dtype_size(t.dtype), (int64_t)(tensor_bytes(&t) / dtype_size(t.dtype)), 0);
-    CAIRN_CHECK(h5_put_tensor(out, blob, &t));
-    d = H5Dopen2(out, blob, H5P_DEFAULT);
-    CAIRN_CHECK_H5(d);
-    CAIRN_CHECK(h5_attr_put_str(d, "dist", dist_name(e->dist)));
-    CAIRN_CHECK(h5_attr_put(d, "checksum", H5T_NATIVE_UINT64, &sum)); /* of the data alone */
+    CAIRN_CHECK(ckf_put_extracted(out, blob, &t, e->dist, sum));
 cleanup:
-    if (d >= 0 && H5Dclose(d) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Dclose");
     tensor_free(&t);
     return rc;
 }
@@ -677,5 +706,29 @@ cleanup:
     old_free(&o);
     ckpt_local_manifest_free(&man);
     if (rc == CAIRN_EHDF5) rc = CAIRN_ECORRUPT;
+    return rc;
+}
+
+int lp_verify_parts(const char *path, const struct ckpt_local_manifest *man, FILE *out, int *elsewhere)
+{
+    int rc = 0;
+    struct old o = {0};
+    const char *name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    *elsewhere = 0;
+    CAIRN_CHECK(old_layout(NULL, name, man, &o));
+    CAIRN_CHECK_ALLOC(o.held = calloc((size_t)o.W, sizeof *o.held));
+    for (int r = 0; r < o.W; r++) {
+        int prc = read_here(&o, name, r);
+        free(o.held[r]);
+        o.held[r] = NULL;
+        if (prc == CAIRN_ENOCKPT) {
+            ++*elsewhere;
+            continue;
+        }
+        CAIRN_CHECK(prc);
+        if (out) fprintf(out, "ok\trank %d's part (%s)\n", r, o.partner_read ? "partner copy" : "own copy");
+    }
+cleanup:
+    old_free(&o);
     return rc;
 }

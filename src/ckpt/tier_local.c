@@ -5,6 +5,7 @@
  * points: local (ckpt_local_write) and local_index (rank 0). */
 #include "cairn/ckpt_local.h"
 #include "cairn/ckpt_tier.h"
+#include "ckpt_priv.h"
 
 #include "cairn/coll.h"
 #include "cairn/error.h"
@@ -55,17 +56,6 @@ static int list_alone(struct ckpt_index *idx, struct ckpt_index *gone, void *arg
     return ckpt_index_put(idx, e);
 }
 
-struct at_point {
-    const struct ckpt_view *v;
-    int64_t epoch;
-    const char *dir;
-};
-
-static void at_point(void *arg, const char *point)
-{
-    const struct at_point *a = arg;
-    if (a->v->fault) a->v->fault(a->v->fault_arg, point, a->epoch, a->dir);
-}
 
 /* Rank 0, once every part and partner copy is durable: the manifest,
  * then the index lists it. */
@@ -79,8 +69,8 @@ static int local_commit(struct ckpt_tier *t, const struct ckpt_view *v, const st
     char shared[4400]; /* the fault point names the shared directory, as the shared tier's do */
     snprintf(shared, sizeof shared, "%s", t->dir);
     if (strrchr(shared, '/')) *strrchr(shared, '/') = '\0';
-    struct at_point at = {.v = v, .epoch = m->epoch, .dir = shared};
-    struct ckpt_index_faults faults = {.at = at_point, .arg = &at, .written = "local_index"};
+    struct tier_at at = {.v = v, .epoch = m->epoch, .dir = shared};
+    struct ckpt_index_faults faults = {.at = ckf_tier_at, .arg = &at, .written = "local_index"};
     local_name(m, name, sizeof name);
     snprintf(man.blas_kernels, sizeof man.blas_kernels, "%s", t->kernels ? t->kernels : "");
     snprintf(man.root, sizeof man.root, "%s", t->root);

@@ -5,6 +5,7 @@
  * loadable one.  Fault points: before_rename, after_rename, index_tmp,
  * after_index (rank 0).  See include/cairn/ckpt_tier.h. */
 #include "cairn/ckpt_tier.h"
+#include "ckpt_priv.h"
 
 #include "cairn/coll.h"
 #include "cairn/error.h"
@@ -106,15 +107,9 @@ static int list_and_retain(struct ckpt_index *idx, struct ckpt_index *gone, void
 }
 
 /* The fault points of a commit, at m's epoch in dir. */
-struct at_point {
-    const struct ckpt_view *v;
-    int64_t epoch;
-    const char *dir;
-};
-
-static void at_point(void *arg, const char *point)
+void ckf_tier_at(void *arg, const char *point)
 {
-    const struct at_point *a = arg;
+    const struct tier_at *a = arg;
     if (a->v->fault) a->v->fault(a->v->fault_arg, point, a->epoch, a->dir);
 }
 
@@ -123,16 +118,16 @@ static int shared_commit(struct ckpt_tier *t, const struct ckpt_view *v, const s
     int rc = 0;
     char name[256], tmp[4400], path[4400];
     bool listed = false, renamed = false;
-    struct at_point at = {.v = v, .epoch = m->epoch, .dir = t->dir};
-    struct ckpt_index_faults faults = {.at = at_point, .arg = &at, .written = "index_tmp", .listed = "after_index"};
+    struct tier_at at = {.v = v, .epoch = m->epoch, .dir = t->dir};
+    struct ckpt_index_faults faults = {.at = ckf_tier_at, .arg = &at, .written = "index_tmp", .listed = "after_index"};
     CAIRN_CHECK(tmp_path(t, m, name, sizeof name, tmp, sizeof tmp));
     CAIRN_CHECK(fsx_join(path, sizeof path, t->dir, name));
-    at_point(&at, "before_rename");
+    ckf_tier_at(&at, "before_rename");
     CAIRN_CHECK(fsx_fsync_path(tmp));
     char tmp_name[300];
     snprintf(tmp_name, sizeof tmp_name, "%s.tmp", name);
     CAIRN_CHECK(fsx_replace(t->dir, tmp_name, name, &renamed));
-    at_point(&at, "after_rename");
+    ckf_tier_at(&at, "after_rename");
     struct listing l = {.t = t, .e = {.epoch = m->epoch, .step = m->step, .bytes = fsx_file_size(path), .ok = true}};
     snprintf(l.e.file, sizeof l.e.file, "%s", name);
     CAIRN_CHECK(ckpt_index_update(t->dir, list_and_retain, &l, &faults, &listed)); /* listed: never delete it now */

@@ -215,11 +215,11 @@ static const char usage_generate[] =
  * json the figures. */
 static int print_generated(const unsigned char *text, int64_t n, const struct infer_gen *g, bool json, double secs)
 {
-    bool ok = fwrite(text, 1, (size_t)n, stdout) == (size_t)n && putchar('\n') != EOF;
+    bool ok = fwrite(text, 1, (size_t)n, stdout) == (size_t)n && putchar('\n') != EOF && fflush(stdout) == 0;
     if (ok && json)
         ok = printf("{\"command\":\"generate\",\"tokens\":%lld,\"cache\":%s,\"seconds\":%.6f,"
                     "\"tokens_per_second\":%.1f}\n", (long long)g->tokens, g->no_cache ? "false" : "true", secs,
-                    secs > 0 ? (double)g->tokens / secs : 0.0) > 0;
+                    secs > 0 ? (double)g->tokens / secs : 0.0) > 0 && fflush(stdout) == 0;
     return ok ? 0 : cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot write the generated text");
 }
 
