@@ -146,8 +146,9 @@ static int by_text(const void *a, const void *b) { return strcmp(*(char *const *
 static int family_other(const struct plan *p, const char *line, int *src)
 {
     char group[128];
+    if (strncmp(line, "blob ", 5) != 0) return -1; /* line + 5 is inside line only now */
     const char *slash = strchr(line + 5, '/');
-    if (strncmp(line, "blob ", 5) || !slash || slash - line - 5 >= (long)sizeof group) return -1;
+    if (!slash || slash - line - 5 >= (long)sizeof group) return -1;
     snprintf(group, sizeof group, "%.*s", (int)(slash - line - 5), line + 5);
     int g = ckpt_family_group(p, group);
     if (g < 0 || !p->groups[g].family) return -1;

@@ -28,10 +28,15 @@ static const char *intern_file(struct cfg *c, const char *f)
     return c->src_copy;
 }
 
-/* A setting's FILE:LINE (line 1 for the file as a whole); settings made by
- * --set are named by the override. */
+/* A setting's FILE:LINE (line 1 for the file as a whole, and for no
+ * setting: s NULL); settings made by --set are named by the override. */
 void cfg_locate(struct cfg *c, const config_setting_t *s, const char **file, int *line)
 {
+    if (!s) {
+        *file = c->path;
+        *line = 1;
+        return;
+    }
     for (const config_setting_t *p = s; p; p = config_setting_parent(p)) {
         for (int i = 0; i < c->n_ov; i++) {
             if (c->ov[i].s == p) {

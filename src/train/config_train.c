@@ -117,10 +117,12 @@ static void parse_table(struct cfg *c, const config_setting_t *e, struct train_s
     x->rows = cfg_int(c, e, "rows", true, 1, 1, INT64_C(1) << 40);
     x->dim = cfg_int(c, e, "dim", true, 1, 1, 4096);
     x->mean = cfg_choice(c, e, "combine", combines, 0, "combine") == 1;
-    if (x->name && !name_ok(x->name))
+    /* (a missing key has its error: these judge a value that is there) */
+    if (x->name && config_setting_get_member(e, "name") && !name_ok(x->name))
         cfg_err(c, config_setting_get_member(e, "name"),
                 "table name \"%s\" must be 1 to 32 letters, digits or '_'", x->name);
-    if (x->ids && !*x->ids) cfg_err(c, config_setting_get_member(e, "ids"), "'ids' names no dataset");
+    if (x->ids && !*x->ids && config_setting_get_member(e, "ids"))
+        cfg_err(c, config_setting_get_member(e, "ids"), "'ids' names no dataset");
     for (int j = 0; j < i && x->name; j++)
         if (t->tables[j].name && strcmp(t->tables[j].name, x->name) == 0)
             cfg_err(c, e, "table '%s' is declared twice (first at line %d)", x->name, t->tables[j].line);
