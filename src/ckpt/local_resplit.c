@@ -38,14 +38,15 @@
 struct old {
     const struct ckpt_local_manifest *man;
     struct contents c; /* its settings, parsed: blobs in order, groups contiguous */
-    int W, R;          /* its world; the most records a part holds */
+    int W;             /* its world */
     int *group_of;     /* W: each old rank's group in man->groups, -1 for a spare */
     int *entry0;       /* man->n_groups: each group's first entry in c, -1 if none */
     char **held;       /* W: the parts this rank read, NULL for the others */
     unsigned char *needed; /* W: the parts of the groups this job loads from */
     bool partner_read;     /* read_here's last part came from a partner copy */
     long long *keys;   /* W: who holds each part (holder + size if a partner copy) */
-    int64_t *shapes;   /* W * R * SLOT: every record's shape, every rank alike */
+    int64_t *first;    /* c.n * SLOT: each blob's shape in its group's first part, every rank alike */
+    int64_t *rows;     /* c.n: a sharded blob's rows, every part's together */
 };
 
 static void old_free(struct old *o)
@@ -54,7 +55,8 @@ static void old_free(struct old *o)
     free(o->held);
     free(o->needed);
     free(o->keys);
-    free(o->shapes);
+    free(o->first);
+    free(o->rows);
     free(o->group_of);
     free(o->entry0);
     ckf_contents_free(&o->c);
@@ -119,8 +121,6 @@ static int old_layout(const struct plan *plan, const char *name, const struct ck
         if (o->entry0[g] < 0) o->entry0[g] = i;
         o->c.v[i].ranks = man->groups[g].nranks;
     }
-    for (int r = 0; r < o->W; r++)
-        if (records_of(o, r) > o->R) o->R = records_of(o, r);
 cleanup:
     return rc;
 }
@@ -272,31 +272,58 @@ static void mark_needed(const struct plan *p, struct old *o)
     }
 }
 
-/* Every record's shape to every rank (its holder knows it). */
-static int share_shapes(const struct ckpt_view *v, struct old *o)
+/* What every rank needs of the parts' records, whatever the number of
+ * parts: each blob's shape in its group's first part and a sharded one's
+ * rows in all.  Their holders check the parts against them: every part
+ * of a per-rank blob has the first one's shape, every part of a sharded
+ * one its rest and the rows of its block (block_range), as the writer's
+ * split had them. */
+static int share_blobs(const struct ckpt_view *v, struct old *o)
 {
-    size_t n = (size_t)o->W * (size_t)(o->R ? o->R : 1) * SLOT;
-    if (n > INT32_MAX) return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "too many parts to re-split");
-    int rc = coll_agree(v->comm, (o->shapes = malloc(n * sizeof *o->shapes))
-                                     ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory"));
-    if (rc) return rc;
-    for (size_t i = 0; i < n; i++) o->shapes[i] = -1;
+    int rc = 0, n = o->c.n, bad = 0;
+    if ((size_t)n * SLOT > INT32_MAX) return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "too many blobs");
+    o->first = malloc(((size_t)n * SLOT + 1) * sizeof *o->first);
+    o->rows = calloc((size_t)n + 1, sizeof *o->rows);
+    CAIRN_CHECK(coll_agree(v->comm, o->first && o->rows ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__,
+                                                                            "out of memory")));
+    for (size_t i = 0; i < (size_t)n * SLOT; i++) o->first[i] = -1;
     for (int r = 0; r < o->W; r++) {
-        if (!o->held[r]) continue;
-        const struct part_rec *rec = (const struct part_rec *)(o->held[r] + sizeof(struct part_head));
-        for (int k = 0; k < records_of(o, r); k++) {
-            int64_t *s = &o->shapes[((size_t)r * (size_t)o->R + (size_t)k) * SLOT];
-            s[0] = rec[k].ndim;
-            for (int d = 0; d < rec[k].ndim; d++) s[1 + d] = rec[k].dims[d];
+        for (int ei = 0; o->held[r] && o->group_of[r] >= 0 && ei < n; ei++) {
+            int k = strcmp(o->c.v[ei].group, o->man->groups[o->group_of[r]].name) ? -1 : rec_of(o, r, ei);
+            if (k < 0) continue;
+            const struct part_rec *x = (const struct part_rec *)(o->held[r] + sizeof(struct part_head)) + k;
+            if (r == o->man->groups[o->group_of[r]].first) {
+                o->first[(size_t)ei * SLOT] = x->ndim;
+                for (int d = 0; d < x->ndim; d++) o->first[(size_t)ei * SLOT + 1 + d] = x->dims[d];
+            }
+            if (o->c.v[ei].dist == DIST_SHARDED) o->rows[ei] += x->dims[0]; /* at most 2^50 each (check_old) */
         }
     }
-    return coll_allreduce(MPI_IN_PLACE, o->shapes, (int)n, MPI_INT64_T, MPI_MAX, v->comm);
+    CAIRN_CHECK(coll_allreduce(MPI_IN_PLACE, o->first, n * SLOT, MPI_INT64_T, MPI_MAX, v->comm));
+    CAIRN_CHECK(coll_allreduce(MPI_IN_PLACE, o->rows, n, MPI_INT64_T, MPI_SUM, v->comm));
+    for (int r = 0; r < o->W; r++) {
+        const struct ckpt_local_group *g = o->held[r] && o->group_of[r] >= 0 ? &o->man->groups[o->group_of[r]] : NULL;
+        for (int ei = 0; g && ei < n; ei++) {
+            int k = strcmp(o->c.v[ei].group, g->name) ? -1 : rec_of(o, r, ei);
+            if (k < 0) continue;
+            const struct part_rec *x = (const struct part_rec *)(o->held[r] + sizeof(struct part_head)) + k;
+            const int64_t *f = &o->first[(size_t)ei * SLOT];
+            bool sharded = o->c.v[ei].dist == DIST_SHARDED, same = x->ndim == f[0] && (!sharded || x->ndim > 0);
+            for (int d = sharded; same && d < x->ndim; d++) same = x->dims[d] == f[1 + d];
+            if (sharded && same) {
+                int64_t lo, hi;
+                block_range(o->rows[ei], g->nranks, r - g->first, &lo, &hi);
+                same = o->rows[ei] >= 0 && x->dims[0] == hi - lo;
+            }
+            bad |= !same;
+        }
+    }
+    rc = bad ? cairn_err_set(CAIRN_ECORRUPT, __FILE__, __LINE__, "the parts of a blob disagree on its shape") : 0;
+cleanup:
+    return coll_agree(v->comm, rc);
 }
 
-static const int64_t *shape_of(const struct old *o, int r, int k)
-{
-    return &o->shapes[((size_t)r * (size_t)o->R + (size_t)k) * SLOT];
-}
+static const int64_t *first_shape(const struct old *o, int ei) { return &o->first[(size_t)ei * SLOT]; }
 
 /* Where record k's data starts in old part r (its holder's buffer). */
 static uint64_t data_at(const struct old *o, int r, int k)
@@ -338,31 +365,13 @@ static int plan_move(const struct ckpt_view *v, const struct old *o, int g, int 
                              "never redistributed: resume with %d ranks in group %s", e->group, e->blob,
                              og->nranks, gr->name, gr->nranks, og->nranks, gr->name);
     mv->dtype = e->dtype;
-    const int64_t *s0 = shape_of(o, og->first, rec_of(o, og->first, mv->ei));
+    const int64_t *s0 = first_shape(o, mv->ei);
     mv->whole.ndim = (int)s0[0];
     for (int d = 0; d < mv->whole.ndim; d++) mv->whole.d[d] = s0[1 + d];
     mv->per = 1;
     for (int d = 1; d < mv->whole.ndim; d++) mv->per *= mv->whole.d[d];
-    if (e->dist == DIST_LOCAL) { /* every rank's part as the settings type it */
-        for (int j = 0; j < og->nranks; j++) {
-            const int64_t *s = shape_of(o, og->first + j, rec_of(o, og->first + j, mv->ei));
-            bool same = s[0] == s0[0];
-            for (int d = 0; same && d < s[0]; d++) same = s[1 + d] == s0[1 + d];
-            if (!same) return cairn_err_set(CAIRN_ECORRUPT, __FILE__, __LINE__, "the parts of %s/%s disagree on "
-                                            "its shape", e->group, e->blob);
-        }
-        return 0;
-    }
-    if (e->dist != DIST_SHARDED) return 0;
-    int64_t rows = 0;
-    for (int j = 0; j < og->nranks; j++) {
-        const int64_t *s = shape_of(o, og->first + j, rec_of(o, og->first + j, mv->ei));
-        bool same = s[0] == s0[0];
-        for (int d = 1; same && d < s[0]; d++) same = s[1 + d] == s0[1 + d];
-        if (!same) return cairn_err_set(CAIRN_ECORRUPT, __FILE__, __LINE__, "the parts of %s/%s disagree on its "
-                                        "shape", e->group, e->blob);
-        rows += s[1];
-    }
+    if (e->dist != DIST_SHARDED) return 0; /* every part has the first one's shape (share_blobs) */
+    int64_t rows = o->rows[mv->ei];
     if (e->shape.ndim > 0 && e->shape.d[0] >= 0 && rows != e->shape.d[0])
         return cairn_err_set(CAIRN_ECORRUPT, __FILE__, __LINE__, "the parts of %s/%s hold %lld rows, its settings %lld",
                              e->group, e->blob, (long long)rows, (long long)e->shape.d[0]);
@@ -370,14 +379,11 @@ static int plan_move(const struct ckpt_view *v, const struct old *o, int g, int 
     return 0;
 }
 
-/* Rows [lo, hi) of old group rank j's block of blob mv (each j's block
- * follows the ones before). */
+/* Rows [lo, hi) of old group rank j's block of blob mv: the writer's
+ * block split (share_blobs checked it). */
 static void old_rows(const struct old *o, const struct move *mv, int j, int64_t *lo, int64_t *hi)
 {
-    const struct ckpt_local_group *og = &o->man->groups[mv->og];
-    *lo = 0;
-    for (int i = 0; i < j; i++) *lo += shape_of(o, og->first + i, rec_of(o, og->first + i, mv->ei))[1];
-    *hi = *lo + shape_of(o, og->first + j, rec_of(o, og->first + j, mv->ei))[1];
+    block_range(mv->whole.d[0], o->man->groups[mv->og].nranks, j, lo, hi);
 }
 
 /* The pieces of a move, each once on its sender and its receiver: from
@@ -397,7 +403,7 @@ static int pieces(const struct ckpt_view *v, const struct old *o, const struct m
         if (k < 0) continue;
         uint64_t at = o->held[r] ? data_at(o, r, k) : 0;
         if (e->dist == DIST_REPLICATED || e->dist == DIST_LOCAL) { /* whole, to group rank 0 or j */
-            const int64_t *s = shape_of(o, r, k);
+            const int64_t *s = first_shape(o, mv->ei);
             uint64_t bytes = dtype_size(mv->dtype);
             for (int d = 0; d < s[0]; d++) bytes *= (uint64_t)s[1 + d];
             CAIRN_CHECK(fn(arg, j, e->dist == DIST_REPLICATED ? 0 : j, from, at, 0, bytes));
@@ -465,9 +471,7 @@ static int size_tensor(const struct ckpt_view *v, const struct old *o, const str
         block_range(s.d[0], n, v->group_rank, &lo, &hi);
         s.d[0] = hi - lo;
     } else if (e->dist == DIST_LOCAL) {
-        const struct ckpt_local_group *og = &o->man->groups[mv->og];
-        int r = og->first + v->group_rank;
-        const int64_t *x = shape_of(o, r, rec_of(o, r, mv->ei));
+        const int64_t *x = first_shape(o, mv->ei);
         s.ndim = (int)x[0];
         for (int d = 0; d < s.ndim; d++) s.d[d] = x[1 + d];
     }
@@ -543,7 +547,7 @@ int lp_resplit(const struct ckpt_view *v, const char (*hosts)[PLACEMENT_HOST_MAX
     CAIRN_CHECK(coll_agree(v->comm, rc));
     mark_needed(v->plan, &o);
     CAIRN_CHECK(fetch_all(v, &nd, root, name, &o));
-    CAIRN_CHECK(share_shapes(v, &o));
+    CAIRN_CHECK(share_blobs(v, &o));
     /* every blob's plan first, the same on every rank: no rank posts a
      * message for a blob another rank refuses */
     for (int g = 0; rc == 0 && g < v->plan->n_groups; g++)
