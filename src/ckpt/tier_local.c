@@ -89,9 +89,10 @@ cleanup:
     return rc;
 }
 
+/* *arg: how many it unlisted. */
 static int unlist_all(struct ckpt_index *idx, struct ckpt_index *gone, void *arg)
 {
-    (void)arg;
+    *(int *)arg = idx->n;
     if (!idx->n) return CKPT_INDEX_KEEP;
     *gone = *idx;
     *idx = (struct ckpt_index){0};
@@ -107,12 +108,7 @@ static int local_prune(struct ckpt_tier *t, const struct ckpt_view *v, const str
     char name[256];
     int gone = 0;
     if (m) local_name(m, name, sizeof name);
-    if (!m && v->rank == 0) {
-        struct ckpt_index idx = {0};
-        if (ckpt_index_read(t->dir, &idx) == 0 && ckpt_index_update(t->dir, unlist_all, NULL, NULL, NULL) == 0)
-            gone = idx.n;
-        ckpt_index_free(&idx);
-    }
+    if (!m && v->rank == 0 && ckpt_index_update(t->dir, unlist_all, &gone, NULL, NULL)) gone = 0;
     ckpt_local_prune(v, t->hosts, t->root, m ? name : NULL);
     return gone;
 }

@@ -348,20 +348,28 @@ static void report_bad(struct ckpt_mgr *c, const char *file, int64_t epoch, int6
 /* Rank 0's index edit at a resume: from the newest entry down, those whose
  * file is gone are marked bad, up to the newest one that is there (all at
  * once, with one index write: one per missing file made a start-up over a
- * long index quadratic). */
+ * long index quadratic).  The index as edited goes to *out. */
+struct missing {
+    struct ckpt_mgr *c;
+    struct ckpt_index *out;
+};
+
 static int mark_missing(struct ckpt_index *idx, struct ckpt_index *gone, void *arg)
 {
-    struct ckpt_mgr *c = arg;
+    const struct missing *a = arg;
     int missing = 0;
     char path[4400];
     (void)gone;
     for (int i = ckpt_index_newest_ok(idx, idx->n); i >= 0; i = ckpt_index_newest_ok(idx, i)) {
-        if (fsx_join(path, sizeof path, c->dir, idx->v[i].file) == 0 && fsx_is_regular(path))
+        if (fsx_join(path, sizeof path, a->c->dir, idx->v[i].file) == 0 && fsx_is_regular(path))
             break; /* a FIFO named in the index would block its open */
-        report_bad(c, idx->v[i].file, idx->v[i].epoch, idx->v[i].step, "the file is missing");
+        report_bad(a->c, idx->v[i].file, idx->v[i].epoch, idx->v[i].step, "the file is missing");
         idx->v[i].ok = false;
         missing++;
     }
+    *a->out = (struct ckpt_index){.v = malloc(((size_t)idx->n + 1) * sizeof *idx->v), .n = idx->n};
+    if (!a->out->v) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    if (idx->n) memcpy(a->out->v, idx->v, (size_t)idx->n * sizeof *idx->v);
     return missing ? 0 : CKPT_INDEX_KEEP;
 }
 
@@ -396,8 +404,8 @@ static int choose(struct ckpt_mgr *c, struct candidate *k)
     struct ckpt_index idx = {0};
     struct strbuf list = {0};
     *k = (struct candidate){0};
-    CAIRN_CHECK(ckpt_index_read(c->dir, &idx));
     if (c->ro.mode == RESUME_EPOCH) {
+        CAIRN_CHECK(ckpt_index_read(c->dir, &idx));
         i = ckpt_index_find(&idx, c->ro.epoch, 0);
         if ((i < 0 || !idx.v[i].ok) && c->local.root[0] && !c->skip_local) {
             CAIRN_CHECK(choose_local(c, &idx, -1, k));
@@ -411,9 +419,8 @@ static int choose(struct ckpt_mgr *c, struct candidate *k)
                        c->dir, strbuf_str(&list));
         }
     } else {
-        CAIRN_CHECK(ckpt_index_update(c->dir, mark_missing, c, NULL, NULL));
-        ckpt_index_free(&idx);
-        CAIRN_CHECK(ckpt_index_read(c->dir, &idx));
+        struct missing a = {.c = c, .out = &idx}; /* the index, read and edited once */
+        CAIRN_CHECK(ckpt_index_update(c->dir, mark_missing, &a, NULL, NULL));
         i = ckpt_index_newest_ok(&idx, idx.n);
         if (c->local.root[0] && !c->skip_local) CAIRN_CHECK(choose_local(c, &idx, i, k));
         if (k->local) goto cleanup;
