@@ -74,6 +74,10 @@ int fsx_write_fd(int fd, const void *data, size_t len, const char *path);
 /* Read a whole regular file (a FIFO or device is refused, never waited
  * on) into a NUL-terminated buffer the caller frees.  Errors: CAIRN_EIO. */
 int fsx_read_all(const char *path, char **data, size_t *len);
+/* Read len bytes of fd at offset off into buf (path names it in the
+ * error), retrying short reads.  Errors: CAIRN_EIO, and CAIRN_EINPUT if
+ * the file ends first (it changed while read). */
+int fsx_pread(int fd, void *buf, size_t len, int64_t off, const char *path);
 /* fsx_read_all, but a link in path's last component is refused. */
 int fsx_read_private(const char *path, char **data, size_t *len);
 /* Copy src to dst durably (through an fsx_out). */

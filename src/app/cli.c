@@ -146,6 +146,10 @@ static const char *usage_text(bool data)
     for (int e = 0; data && e < n; e++) /* a data tool's explanation */
         for (const struct ext_command *x = all[e]->commands; x && x->name; x++)
             if (x->about) strbuf_add(b, x->about);
+    if (data) {
+        strbuf_add(b, "\n");
+        strbuf_add(b, cli_import_usage);
+    }
     return strbuf_finish(b) ? (data ? usage_data : usage_main) : strbuf_str(b);
 }
 
@@ -769,6 +773,7 @@ static int cmd_data(int argc, char **argv)
     if (x) return x->run(argc - 1, argv + 1);
     if (strcmp(argv[1], "synth") == 0) return data_synth(argc - 1, argv + 1);
     if (strcmp(argv[1], "text") == 0) return data_text(argc - 1, argv + 1);
+    if (strcmp(argv[1], "import") == 0) return cli_data_import(argc - 1, argv + 1);
     if (strcmp(argv[1], "range") != 0)
         return cmd_usage_error(usage_text(true), "unknown data set kind '%s'", argv[1]);
     const char *out = NULL, *dataset = "values";

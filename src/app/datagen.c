@@ -1,6 +1,8 @@
 /* Example and test data sets; see include/cairn/datagen.h. */
 #include "cairn/datagen.h"
 
+#include "data_priv.h"
+
 #include "cairn/coll.h"
 #include "cairn/error.h"
 #include "cairn/fsx.h"
@@ -57,20 +59,8 @@ cleanup:
     return rc;
 }
 
-/* One dataset of a data file: rows [lo, lo + n) of shape s are this rank's. */
-struct rows_out {
-    const char *name;
-    enum dtype type;
-    struct shape s;
-    const void *data;
-};
-
-/* Collective on comm: FILE with the nd datasets, each rank writing its
- * rows [lo, lo + n) of every one (parallel HDF5); FILE appears whole, or
- * stays as it was.  rc: this rank's state so far, agreed first.  Returns
- * the same on every rank. */
-static int write_file(MPI_Comm comm, const char *file, int rc, int64_t lo, int64_t n, const struct rows_out *d,
-                      int nd)
+int data_write(MPI_Comm comm, const char *file, int rc, const struct rows_out *d, int nd,
+               const struct attr_out *a, int na)
 {
     int me = 0;
     hid_t fapl = H5I_INVALID_HID, f = H5I_INVALID_HID;
@@ -86,7 +76,9 @@ static int write_file(MPI_Comm comm, const char *file, int rc, int64_t lo, int64
     iodefer_begin(out.tmp); /* a write failing on some ranks only must not split them */
     deferring = true;
     CAIRN_CHECK(h5_create_file(out.tmp, fapl, &f));
-    for (int i = 0; i < nd; i++) CAIRN_CHECK(write_rows(f, d[i].name, d[i].type, &d[i].s, lo, n, d[i].data));
+    for (int i = 0; i < nd; i++)
+        CAIRN_CHECK(write_rows(f, d[i].name, d[i].type, &d[i].s, d[i].lo, d[i].n, d[i].data));
+    for (int i = 0; i < na; i++) CAIRN_CHECK(h5_attr_put_str(f, a[i].name, a[i].value));
 cleanup:
     if (f >= 0 && H5Fclose(f) < 0 && rc == 0) rc = cairn_err_h5(__FILE__, __LINE__, "H5Fclose");
     if (deferring) {
@@ -100,9 +92,7 @@ cleanup:
     return rc;
 }
 
-/* Each text file's size: a regular file (a FIFO or device is refused,
- * never waited on), read by every rank alike. */
-static int text_sizes(const char *const *files, int n, int64_t *size)
+int data_sizes(const char *const *files, int n, int64_t *size)
 {
     for (int i = 0; i < n; i++) {
         struct stat st;
@@ -126,13 +116,7 @@ static int text_read(const char *const *files, int n, const int64_t *size, int64
         if (lo >= hi) continue;
         fd = open(files[i], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
         CAIRN_CHECK_ERRNO(fd >= 0, CAIRN_EINPUT, "cannot open %s", files[i]);
-        for (int64_t got = 0; got < hi - lo;) {
-            ssize_t r = pread(fd, buf + (lo - from) + got, (size_t)(hi - lo - got), (off_t)(lo - at + got));
-            if (r < 0 && errno == EINTR) continue;
-            CAIRN_CHECK_ERRNO(r >= 0, CAIRN_EIO, "cannot read %s", files[i]);
-            if (r == 0) CAIRN_FAIL(CAIRN_EINPUT, "%s: shorter than when it was measured (changed while read?)", files[i]);
-            got += r;
-        }
+        CAIRN_CHECK(fsx_pread(fd, buf + (lo - from), (size_t)(hi - lo), lo - at, files[i]));
         close(fd);
         fd = -1;
     }
@@ -153,7 +137,7 @@ int datagen_text(MPI_Comm comm, const char *out, const char *const *files, int n
     /* rank 0 measures, so that every rank cuts the same windows (a file
      * still growing, or a shared file system's stale sizes elsewhere) */
     rc = sizes ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
-    if (rc == 0 && me == 0) rc = text_sizes(files, n_files, sizes);
+    if (rc == 0 && me == 0) rc = data_sizes(files, n_files, sizes);
     CAIRN_CHECK(coll_agree(comm, rc));
     CAIRN_CHECK_MPI(MPI_Bcast(sizes, n_files, MPI_INT64_T, 0, comm));
     for (int i = 0; i < n_files; i++) len += sizes[i];
@@ -177,8 +161,9 @@ int datagen_text(MPI_Comm comm, const char *out, const char *const *files, int n
             y[i] = bytes[i + 1];
         }
     }
-    const struct rows_out d[2] = {{"features", DT_I32, {2, {N, ctx}}, x}, {"labels", DT_I32, {2, {N, ctx}}, y}};
-    rc = write_file(comm, out, rc, lo, hi - lo, d, 2);
+    const struct rows_out d[2] = {{"features", DT_I32, {2, {N, ctx}}, lo, hi - lo, x},
+                                  {"labels", DT_I32, {2, {N, ctx}}, lo, hi - lo, y}};
+    rc = data_write(comm, out, rc, d, 2, NULL, 0);
     if (rc == 0) *windows = N;
 cleanup:
     free(sizes);
@@ -293,11 +278,11 @@ int datagen_synth(MPI_Comm comm, const char *file, const struct datagen_spec *g)
         rc = got ? synth_rows(&t, g, lo, hi - lo, x, ids, y)
                  : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
     }
-    struct rows_out d[2 + DATAGEN_MAX_TABLES] = {{"features", DT_F32, {2, {samples, features}}, x},
-                                                 {"labels", DT_I32, {1, {samples}}, y}};
+    struct rows_out d[2 + DATAGEN_MAX_TABLES] = {{"features", DT_F32, {2, {samples, features}}, lo, hi - lo, x},
+                                                 {"labels", DT_I32, {1, {samples}}, lo, hi - lo, y}};
     for (int c = 0; c < g->n_tables; c++)
-        d[2 + c] = (struct rows_out){g->tables[c].name, DT_I64, {2, {samples, g->tables[c].k}}, ids[c]};
-    rc = write_file(comm, file, rc, lo, hi - lo, d, 2 + g->n_tables);
+        d[2 + c] = (struct rows_out){g->tables[c].name, DT_I64, {2, {samples, g->tables[c].k}}, lo, hi - lo, ids[c]};
+    rc = data_write(comm, file, rc, d, 2 + g->n_tables, NULL, 0);
     free(x);
     free(y);
     for (int c = 0; c < g->n_tables; c++) free(ids[c]);

@@ -305,6 +305,20 @@ int fsx_read_private(const char *path, char **data, size_t *len)
     return read_path(path, O_NOFOLLOW, data, len);
 }
 
+int fsx_pread(int fd, void *buf, size_t len, int64_t off, const char *path)
+{
+    for (size_t got = 0; got < len;) {
+        ssize_t r = pread(fd, (char *)buf + got, len - got, (off_t)(off + (int64_t)got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return cairn_err_errno(CAIRN_EIO, __FILE__, __LINE__, "cannot read %s", path);
+        if (r == 0)
+            return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "%s: shorter than when it was measured (changed while read?)",
+                                 path);
+        got += (size_t)r;
+    }
+    return 0;
+}
+
 int fsx_copy_atomic(const char *src, const char *dst)
 {
     int rc = 0, in = -1;

@@ -1,0 +1,48 @@
+/* What the importers (import_text.c, import_numpy.c) share
+ * (import_common.c). */
+#ifndef CAIRN_IMPORT_PRIV_H
+#define CAIRN_IMPORT_PRIV_H
+
+#include "cairn/dataimport.h"
+
+#include "data_priv.h"
+
+#include <stddef.h>
+
+/* The first bad records, in input order, and how many there were: each
+ * rank keeps its own, and an ordered reduction joins them. */
+struct import_bad {
+    int64_t count;
+    int32_t n;
+    char msg[IMPORT_MAX_SHOWN][240];
+};
+/* Note one more bad record (its "FILE:LINE:COLUMN: ..." message). */
+void import_bad_add(struct import_bad *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Collective on comm: every rank's lists joined in rank order into *all. */
+int import_bad_join(MPI_Comm comm, const struct import_bad *mine, struct import_bad *all);
+/* After the join: CAIRN_EINPUT with the first message if more than
+ * skip_bad records were bad, else 0 (the same on every rank). */
+int import_bad_verdict(const struct import_bad *all, int64_t skip_bad);
+
+/* Progress lines on rank 0 (stderr): bytes done of total, the rate and
+ * the ETA, at most every interval seconds (0: none).  done: this rank's
+ * bytes, scaled by the number of ranks (they read alike). */
+struct import_progress {
+    double interval, t0, last;
+    int64_t total;
+    int ranks;
+};
+void import_progress_init(struct import_progress *p, MPI_Comm comm, double interval, int64_t total);
+void import_progress(struct import_progress *p, int64_t done);
+
+/* Collective on comm: the datasets and the attributes every imported file
+ * carries (its sources with their sizes, the command, the format, the
+ * records skipped), written by data_write. */
+int import_write(MPI_Comm comm, const struct import_spec *spec, const char *format, const int64_t *sizes,
+                 int rc, const struct rows_out *d, int nd, int64_t skipped);
+
+/* A short quote of n bytes of a field for a message: at most 40 bytes,
+ * "..." if cut. */
+void import_quote(char *dst, size_t size, const char *s, size_t n);
+
+#endif

@@ -1,0 +1,887 @@
+/* Delimited text (CSV, TSV) into a data file, every rank parsing a byte
+ * range of the inputs; see include/cairn/dataimport.h.
+ *
+ * Where records start.  A newline ends a record unless it is inside a
+ * quoted field, and RFC 4180 quoting writes a quote in a field as two, so
+ * a newline is inside quotes exactly when an odd number of quotes precede
+ * it in its file.  That is the definition used, for any input: a record
+ * starts at its file's start and after every newline with an even number
+ * of quotes before it.  Each rank counts the quotes and newlines of its
+ * range, an ordered scan (restarting at each file) gives every rank those
+ * before its range, and the rank then owns the records that start in its
+ * range, reading on past its end to finish the last.  The records, their
+ * line numbers and so the output are the same for any number of ranks; a
+ * stray quote makes its record run on to the next quote, which the
+ * tokenizer then refuses. */
+#include "import_priv.h"
+
+#include "cairn/coll.h"
+#include "cairn/error.h"
+#include "cairn/fsx.h"
+#include "cairn/numtext.h"
+#include "cairn/partition.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <float.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { CHUNK = 4 << 20, MAX_RECORD = 16 << 20 };
+
+/* ---- columns ---------------------------------------------------------------- */
+
+enum col_kind { C_SKIP, C_FEATURE, C_LABEL, C_TARGET, C_IDS, C_HASH };
+struct col {
+    uint8_t kind;
+    uint8_t set;  /* its ids dataset */
+    int32_t pos;  /* its place in the row of its dataset */
+};
+struct layout {
+    int n; /* fields per record */
+    struct col *col;
+    char **name; /* n names, from the header or --columns; NULL: none */
+    int features, targets, ids_k[IMPORT_MAX_IDS];
+    bool labels;
+    uint64_t salt[IMPORT_MAX_IDS];
+};
+
+static void layout_free(struct layout *L)
+{
+    for (int i = 0; L->name && i < L->n; i++) free(L->name[i]);
+    free(L->name);
+    free(L->col);
+    *L = (struct layout){0};
+}
+
+/* Column c's name for a message. */
+static const char *col_name(const struct layout *L, int c, char *buf, size_t size)
+{
+    if (L->name) snprintf(buf, size, "'%s'", L->name[c]);
+    else snprintf(buf, size, "%d", c + 1);
+    return buf;
+}
+
+/* The column a list item names: a name, else a number from 1.  -1 if none. */
+static int col_find(const struct layout *L, const char *s, size_t n)
+{
+    for (int c = 0; L->name && c < L->n; c++)
+        if (strlen(L->name[c]) == n && memcmp(L->name[c], s, n) == 0) return c;
+    long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9' || v > IMPORT_MAX_COLUMNS) return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return n && v >= 1 && v <= L->n ? (int)v - 1 : -1;
+}
+
+/* Each column of list ("a,b,3,5-9") in order to fn; what names none is an
+ * error naming opt. */
+static int col_list(const struct layout *L, const char *opt, const char *list,
+                    int (*fn)(struct layout *, int, void *), void *arg)
+{
+    int rc = 0;
+    for (const char *s = list, *e; *s; s = *e ? e + 1 : e) {
+        e = strchr(s, ',');
+        if (!e) e = s + strlen(s);
+        int c = col_find(L, s, (size_t)(e - s)), hi = c;
+        const char *dash = memchr(s, '-', (size_t)(e - s));
+        if (c < 0 && dash) { /* N-M, numbers */
+            c = col_find(&(struct layout){.n = L->n}, s, (size_t)(dash - s));
+            hi = col_find(&(struct layout){.n = L->n}, dash + 1, (size_t)(e - dash - 1));
+            if (hi < c) c = -1;
+        }
+        if (c < 0)
+            CAIRN_FAIL(CAIRN_EINPUT, "%s: no column '%.*s' (a name of the header or --columns, a number from 1 to %d, "
+                       "or N-M)", opt, (int)(e - s), s, L->n);
+        for (int x = c; x <= hi; x++) CAIRN_CHECK(fn((struct layout *)L, x, arg));
+    }
+cleanup:
+    return rc;
+}
+
+struct assign {
+    const char *opt;
+    uint8_t kind, set;
+};
+
+static int col_assign(struct layout *L, int c, void *arg)
+{
+    const struct assign *a = arg;
+    char nm[96];
+    if (L->col[c].kind != C_SKIP && !(a->kind == C_FEATURE && L->col[c].kind == C_FEATURE))
+        return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "%s: column %s is already used", a->opt,
+                             col_name(L, c, nm, sizeof nm));
+    struct col *x = &L->col[c];
+    x->kind = a->kind;
+    x->set = a->set;
+    x->pos = a->kind == C_FEATURE ? L->features++ : a->kind == C_TARGET ? L->targets++
+           : a->kind == C_LABEL ? 0 : L->ids_k[a->set]++;
+    if (a->kind == C_LABEL && L->labels)
+        return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "--label: a class label is one column (--target takes several)");
+    L->labels = L->labels || a->kind == C_LABEL || a->kind == C_TARGET;
+    return 0;
+}
+
+static int col_mark_skip(struct layout *L, int c, void *arg)
+{
+    (void)arg;
+    L->col[c].kind = 0xff; /* left out of the default features; reset below */
+    return 0;
+}
+
+/* The columns of L->n fields as spec says, in a fixed order: label,
+ * ids, features (given or every column left). */
+static int layout_resolve(struct layout *L, const struct import_spec *spec)
+{
+    int rc = 0;
+    L->col = calloc((size_t)L->n, sizeof *L->col);
+    CAIRN_CHECK_ALLOC(L->col);
+    if (spec->label)
+        CAIRN_CHECK(col_list(L, spec->target ? "--target" : "--label", spec->label, col_assign,
+                             &(struct assign){spec->target ? "--target" : "--label", spec->target ? C_TARGET : C_LABEL, 0}));
+    for (int i = 0; i < spec->n_ids; i++) {
+        const struct import_ids *d = &spec->ids[i];
+        CAIRN_CHECK(col_list(L, d->rows ? "--hash" : "--ids", d->columns, col_assign,
+                             &(struct assign){d->rows ? "--hash" : "--ids", d->rows ? C_HASH : C_IDS, (uint8_t)i}));
+        L->salt[i] = num_mix(num_fnv1a(NUM_FNV_BASIS, d->name, strlen(d->name)) + spec->seed);
+    }
+    if (spec->features) {
+        CAIRN_CHECK(col_list(L, "--features", spec->features, col_assign, &(struct assign){"--features", C_FEATURE, 0}));
+    } else {
+        if (spec->skip) CAIRN_CHECK(col_list(L, "--skip", spec->skip, col_mark_skip, NULL));
+        for (int c = 0; c < L->n; c++)
+            if (L->col[c].kind == C_SKIP) CAIRN_CHECK(col_assign(L, c, &(struct assign){"--features", C_FEATURE, 0}));
+    }
+    for (int c = 0; c < L->n; c++)
+        if (L->col[c].kind == 0xff) L->col[c].kind = C_SKIP;
+    if (L->features == 0)
+        CAIRN_FAIL(CAIRN_EINPUT, "%s", "no feature columns (a model needs at least one; --features names them)");
+cleanup:
+    return rc;
+}
+
+/* ---- records ---------------------------------------------------------------- */
+
+struct field {
+    const char *s;
+    size_t n;
+    int line;      /* newlines in its record before it */
+    int64_t col;   /* its byte column on its line, from 1 */
+    bool escaped;  /* quoted, with "" inside */
+};
+enum { T_OK, T_MORE, T_BAD };
+struct tok {
+    size_t end;   /* the record's bytes (its newline included) */
+    int lines;    /* the newlines in them */
+    int nf;
+    int bad_line; /* where a T_BAD is, and what */
+    int64_t bad_col;
+    const char *why;
+};
+
+/* Newlines in [p, p + n): lines, and *last the offset after the last one. */
+static int newlines(const char *p, size_t n, size_t *last)
+{
+    int k = 0;
+    for (const char *q = p, *e = p + n; (q = memchr(q, '\n', (size_t)(e - q))); q++) {
+        k++;
+        *last = (size_t)(q - p) + 1;
+    }
+    return k;
+}
+
+/* One quoted field from p[i] (the opening quote); *i past the closing one. */
+static int tok_quoted(const char *p, size_t len, bool eof, size_t *i, struct field *x, int *lines, size_t *line0)
+{
+    size_t s = ++*i;
+    for (;;) {
+        const char *q = memchr(p + *i, '"', len - *i);
+        size_t at = q ? (size_t)(q - p) : len, last = 0;
+        int k = newlines(p + *i, at - *i, &last);
+        if (k) *lines += k, *line0 = *i + last;
+        if (!q) return eof ? T_BAD : T_MORE;
+        if (at + 1 == len && !eof) return T_MORE; /* a quote, or the first of two? */
+        if (at + 1 < len && p[at + 1] == '"') {
+            x->escaped = true;
+            *i = at + 2;
+            continue;
+        }
+        x->s = p + s;
+        x->n = at - s;
+        *i = at + 1;
+        return T_OK;
+    }
+}
+
+/* The record at p (len bytes there; eof: the file ends at p + len) split
+ * into at most max fields. */
+static int tokenize(const char *p, size_t len, bool eof, char delim, int max, struct field *f, struct tok *t)
+{
+    size_t i = 0, line0 = 0;
+    int lines = 0;
+    t->nf = 0;
+    for (;;) {
+        struct field *x = &f[t->nf];
+        if (t->nf == max) {
+            t->why = "more fields than the columns";
+            goto bad;
+        }
+        *x = (struct field){.line = lines, .col = (int64_t)(i - line0) + 1};
+        t->nf++;
+        if (i < len && p[i] == '"') {
+            int r = tok_quoted(p, len, eof, &i, x, &lines, &line0);
+            if (r == T_MORE) return T_MORE;
+            if (r == T_BAD) { /* named at its opening quote */
+                t->why = "a quoted field without its closing quote";
+                t->bad_line = x->line, t->bad_col = x->col;
+                return T_BAD;
+            }
+        } else {
+            size_t s = i;
+            while (i < len && p[i] != delim && p[i] != '\n' && p[i] != '"') i++;
+            if (i < len && p[i] == '"') {
+                t->why = "a quote inside a field that does not start with one";
+                goto bad;
+            }
+            x->s = p + s;
+            x->n = i - s;
+        }
+        if (i == len && !eof) return T_MORE;
+        if (i == len) { /* the file's last record, without its newline */
+            t->end = len, t->lines = lines;
+            return T_OK;
+        }
+        if (p[i] == delim) {
+            i++;
+            continue;
+        }
+        if (p[i] == '\r' && i + 1 == len && !eof) return T_MORE;
+        if (p[i] == '\r' && i + 1 < len && p[i + 1] == '\n') i++;
+        if (p[i] != '\n') {
+            t->why = "text after a closing quote";
+            goto bad;
+        }
+        if (x->n && x->s[x->n - 1] == '\r' && x->s + x->n == p + i) x->n--; /* CRLF */
+        t->end = i + 1, t->lines = lines + 1;
+        return T_OK;
+    }
+bad:
+    t->bad_line = lines, t->bad_col = (int64_t)(i - line0) + 1;
+    return T_BAD;
+}
+
+/* The end of the record at p by the quote rule alone (a bad record's). */
+static int record_end(const char *p, size_t len, bool eof, struct tok *t)
+{
+    int q = 0, lines = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] == '"') q ^= 1;
+        else if (p[i] == '\n') {
+            lines++;
+            if (!q) {
+                t->end = i + 1, t->lines = lines;
+                return T_OK;
+            }
+        }
+    }
+    if (!eof) return T_MORE;
+    t->end = len, t->lines = lines;
+    return T_OK;
+}
+
+/* ---- this rank's rows ------------------------------------------------------- */
+
+struct rows {
+    int64_t n, cap;
+    float *x, *t;
+    int32_t *y;
+    int64_t *ids[IMPORT_MAX_IDS];
+};
+
+/* *p to room for cap rows of per elements (none if per is 0). */
+static bool grow(void *p, int64_t cap, int64_t per, size_t size)
+{
+    if (per == 0) return true;
+    void *q = realloc(*(void **)p, (size_t)(cap * per) * size);
+    if (q) *(void **)p = q;
+    return q != NULL;
+}
+
+static int rows_room(struct rows *r, const struct layout *L, int n_ids)
+{
+    if (r->n < r->cap) return 0;
+    int64_t cap = r->cap ? 2 * r->cap : 4096;
+    bool ok = grow(&r->x, cap, L->features, sizeof *r->x) && grow(&r->t, cap, L->targets, sizeof *r->t) &&
+              grow(&r->y, cap, L->labels && !L->targets, sizeof *r->y);
+    for (int i = 0; ok && i < n_ids; i++) ok = grow(&r->ids[i], cap, L->ids_k[i], sizeof **r->ids);
+    if (!ok) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory for %lld rows", (long long)cap);
+    r->cap = cap;
+    return 0;
+}
+
+static void rows_free(struct rows *r, int n_ids)
+{
+    free(r->x);
+    free(r->t);
+    free(r->y);
+    for (int i = 0; i < n_ids; i++) free(r->ids[i]);
+}
+
+/* ---- values ----------------------------------------------------------------- */
+
+struct ctx {
+    const struct import_spec *spec;
+    const struct layout *L;
+    struct rows rows;
+    struct import_bad bad;
+    struct field *f;
+    char *unq; /* an escaped field without its doubled quotes */
+};
+
+/* A field's value into row r, or a message in why. */
+static const char *value(struct ctx *c, int k, const struct field *x, int64_t r, char *why, size_t size)
+{
+    const struct col *cl = &c->L->col[k];
+    const struct import_spec *spec = c->spec;
+    double v;
+    int64_t i;
+    char q[64];
+    switch (cl->kind) {
+    case C_FEATURE:
+    case C_TARGET:
+        if (x->n == 0 && cl->kind == C_FEATURE && spec->fill_set) v = spec->fill;
+        else if (x->n == 0) return cl->kind == C_TARGET ? "a missing target" : "a missing value (--fill sets one)";
+        else {
+            int e = num_f64(x->s, x->n, &v);
+            if (e != NUM_OK) import_quote(q, sizeof q, x->s, x->n);
+            if (e == NUM_SYNTAX) return snprintf(why, size, "'%s' is not a number", q), why;
+            if (e == NUM_RANGE) return snprintf(why, size, "%s is out of range", q), why;
+            if (spec->log1p && cl->kind == C_FEATURE) v = log1p(v > 0 ? v : 0);
+        }
+        float f = (float)v;
+        if (!isfinite(f)) {
+            import_quote(q, sizeof q, x->s, x->n);
+            return snprintf(why, size, "%s is beyond f32's range", x->n ? q : "the fill value"), why;
+        }
+        if (cl->kind == C_FEATURE) c->rows.x[r * c->L->features + cl->pos] = f;
+        else c->rows.t[r * c->L->targets + cl->pos] = f;
+        return NULL;
+    case C_LABEL:
+        if (x->n == 0) return "a missing label";
+        int e = num_i64(x->s, x->n, &i);
+        if (e != NUM_OK || i < 0 || i > INT32_MAX) import_quote(q, sizeof q, x->s, x->n);
+        if (e == NUM_SYNTAX) return snprintf(why, size, "class label '%s' is not an integer", q), why;
+        if (e == NUM_RANGE || i < 0 || i > INT32_MAX)
+            return snprintf(why, size, "class label %s is out of range (0 to 2^31 - 1)", q), why;
+        c->rows.y[r] = (int32_t)i;
+        return NULL;
+    case C_IDS:
+        if (x->n == 0) i = -1;
+        else {
+            e = num_i64(x->s, x->n, &i);
+            if (e != NUM_OK || i < -1) import_quote(q, sizeof q, x->s, x->n);
+            if (e == NUM_SYNTAX) return snprintf(why, size, "id '%s' is not an integer", q), why;
+            if (e == NUM_RANGE || i < -1) return snprintf(why, size, "id %s is out of range (-1 or more)", q), why;
+        }
+        c->rows.ids[cl->set][r * c->L->ids_k[cl->set] + cl->pos] = i;
+        return NULL;
+    case C_HASH: {
+        const char *s = x->s;
+        size_t n = x->n;
+        if (x->escaped) { /* hash the value, not its quoting */
+            n = 0;
+            for (size_t j = 0; j < x->n; j++)
+                if (!(x->s[j] == '"' && j + 1 < x->n && x->s[j + 1] == '"' && (j++, true))) c->unq[n++] = x->s[j];
+                else c->unq[n++] = '"';
+            s = c->unq;
+        }
+        i = n == 0 ? spec->empty_id
+                   : (int64_t)(num_mix(num_fnv1a(NUM_FNV_BASIS, s, n) ^ c->L->salt[cl->set]) %
+                               (uint64_t)spec->ids[cl->set].rows);
+        c->rows.ids[cl->set][r * c->L->ids_k[cl->set] + cl->pos] = i;
+        return NULL;
+    }
+    default: return NULL;
+    }
+}
+
+/* The tokenized record into the next row; false if it is bad (noted). */
+static bool record_row(struct ctx *c, const struct tok *t, const char *file, int64_t line)
+{
+    const struct layout *L = c->L;
+    char why[160], nm[96];
+    if (t->nf < L->n) {
+        const struct field *x = &c->f[t->nf - 1];
+        import_bad_add(&c->bad, "%s:%lld:%lld: %d fields, expected %d", file, (long long)(line + x->line),
+                       (long long)(x->col + (int64_t)x->n), t->nf, L->n);
+        return false;
+    }
+    for (int k = 0; k < L->n; k++) {
+        const struct field *x = &c->f[k];
+        const char *w = value(c, k, x, c->rows.n, why, sizeof why);
+        if (w) {
+            import_bad_add(&c->bad, "%s:%lld:%lld: column %s: %s", file, (long long)(line + x->line), (long long)x->col,
+                           col_name(L, k, nm, sizeof nm), w);
+            return false;
+        }
+    }
+    c->rows.n++;
+    return true;
+}
+
+/* ---- reading ---------------------------------------------------------------- */
+
+/* A window on one input file: bytes [off, off + len) at p. */
+struct rbuf {
+    int fd;
+    const char *path;
+    int64_t size, off;
+    char *p;
+    size_t len, cap;
+};
+
+/* Make the window start at from and hold at least want bytes of the file
+ * from there (fewer at its end). */
+static int rb_need(struct rbuf *b, int64_t from, size_t want)
+{
+    int rc = 0;
+    if (from + (int64_t)want > b->size) want = (size_t)(b->size - from);
+    if (from >= b->off && from + (int64_t)want <= b->off + (int64_t)b->len) return 0;
+    if (from >= b->off && from < b->off + (int64_t)b->len) { /* keep what is there */
+        size_t keep = (size_t)(b->off + (int64_t)b->len - from);
+        memmove(b->p, b->p + (from - b->off), keep);
+        b->len = keep;
+    } else b->len = 0;
+    b->off = from;
+    size_t need = want > CHUNK ? want : CHUNK;
+    if (need > b->cap) {
+        char *p = realloc(b->p, need);
+        CAIRN_CHECK_ALLOC(p);
+        b->p = p, b->cap = need;
+    }
+    size_t more = b->cap - b->len;
+    if (b->off + (int64_t)(b->len + more) > b->size) more = (size_t)(b->size - b->off) - b->len;
+    CAIRN_CHECK(fsx_pread(b->fd, b->p + b->len, more, b->off + (int64_t)b->len, b->path));
+    b->len += more;
+cleanup:
+    return rc;
+}
+
+/* Quotes and newlines in [a, b) of the file. */
+static int count_range(struct rbuf *rb, int64_t a, int64_t b, int64_t *quotes, int64_t *lines,
+                       struct import_progress *pg, int64_t *done)
+{
+    int rc = 0;
+    for (int64_t at = a; at < b;) {
+        size_t n = (size_t)(b - at > CHUNK ? CHUNK : b - at);
+        CAIRN_CHECK(rb_need(rb, at, n));
+        const unsigned char *p = (const unsigned char *)rb->p + (at - rb->off);
+        int64_t q = 0, l = 0;
+        for (size_t i = 0; i < n; i++) {
+            q += p[i] == '"';
+            l += p[i] == '\n';
+        }
+        *quotes += q, *lines += l;
+        at += (int64_t)n;
+        *done += (int64_t)n / 4; /* counting is a quarter of the work, roughly */
+        import_progress(pg, *done);
+    }
+cleanup:
+    return rc;
+}
+
+/* The first record start in [a, b) of the file (parity: the quotes before
+ * a, mod 2), or b; *lines gains the newlines passed. */
+static int first_start(struct rbuf *rb, int64_t a, int64_t b, int parity, int64_t *s, int64_t *lines)
+{
+    int rc = 0;
+    *s = b;
+    if (a == 0) {
+        *s = 0;
+        return 0;
+    }
+    CAIRN_CHECK(rb_need(rb, a - 1, 1));
+    if (rb->p[a - 1 - rb->off] == '\n' && !parity) {
+        *s = a;
+        return 0;
+    }
+    for (int64_t at = a; at + 1 < b;) { /* a newline at b - 1 starts a record at b: not ours */
+        size_t n = (size_t)(b - 1 - at > CHUNK ? CHUNK : b - 1 - at);
+        CAIRN_CHECK(rb_need(rb, at, n));
+        const char *p = rb->p + (at - rb->off);
+        for (size_t i = 0; i < n; i++) {
+            if (p[i] == '"') parity ^= 1;
+            else if (p[i] == '\n') {
+                ++*lines;
+                if (!parity) {
+                    *s = at + (int64_t)i + 1;
+                    return 0;
+                }
+            }
+        }
+        at += (int64_t)n;
+    }
+cleanup:
+    return rc;
+}
+
+/* ---- a piece: this rank's part of one file ---------------------------------- */
+
+struct piece {
+    int file;
+    int64_t a, b;          /* bytes of the file */
+    int64_t quotes, lines; /* in [0, a), then in [a, b) */
+    int64_t qin, lin;
+};
+
+/* Tokenize the record at s, reading on as needed; a bad record gets its
+ * end by the quote rule. */
+static int next_record(struct ctx *c, struct rbuf *rb, int64_t s, int64_t line, struct tok *t, int *how)
+{
+    int rc = 0;
+    size_t want = 1 << 16;
+    for (;;) {
+        CAIRN_CHECK(rb_need(rb, s, want));
+        const char *p = rb->p + (s - rb->off);
+        size_t len = (size_t)(rb->off + (int64_t)rb->len - s);
+        bool eof = s + (int64_t)len == rb->size;
+        *how = tokenize(p, len, eof, c->spec->delim, c->L->n, c->f, t);
+        if (*how == T_BAD) {
+            struct tok e;
+            if (record_end(p, len, eof, &e) == T_OK) {
+                t->end = e.end, t->lines = e.lines;
+                return 0;
+            }
+        } else if (*how == T_OK) return 0;
+        if (len >= MAX_RECORD)
+            CAIRN_FAIL(CAIRN_EINPUT, "%s:%lld: a record of more than %d MiB (a quote without its pair?)", rb->path,
+                       (long long)line, MAX_RECORD >> 20);
+        want = len * 2 > MAX_RECORD ? MAX_RECORD : len * 2;
+    }
+cleanup:
+    return rc;
+}
+
+/* The records that start in the piece into c->rows. */
+static int parse_piece(struct ctx *c, struct rbuf *rb, const struct piece *pc, struct import_progress *pg,
+                       int64_t *done)
+{
+    int rc = 0, how;
+    int64_t s, line = pc->lines + 1, skip_to = 0;
+    CAIRN_CHECK(first_start(rb, pc->a, pc->b, (int)(pc->quotes & 1), &s, &line));
+    if (s == 0 && c->spec->header) skip_to = 1; /* the header: rank 0 checked it */
+    *done += s - pc->a;
+    while (s < pc->b && s < rb->size) {
+        struct tok t = {0};
+        CAIRN_CHECK(rows_room(&c->rows, c->L, c->spec->n_ids));
+        CAIRN_CHECK(next_record(c, rb, s, line, &t, &how));
+        bool blank = how == T_OK && t.nf == 1 && c->f[0].n == 0 && t.end <= 2 &&
+                     rb->p[s - rb->off] != '"';
+        if (skip_to || blank) skip_to = 0;
+        else if (how == T_BAD)
+            import_bad_add(&c->bad, "%s:%lld:%lld: %s", rb->path, (long long)(line + t.bad_line),
+                           (long long)t.bad_col, t.why);
+        else record_row(c, &t, rb->path, line);
+        if (c->bad.count && c->spec->skip_bad == 0) break; /* the first bad record ends it */
+        s += (int64_t)t.end;
+        line += t.lines;
+        *done += (int64_t)t.end * 3 / 4;
+        import_progress(pg, *done);
+    }
+cleanup:
+    return rc;
+}
+
+/* ---- the header ------------------------------------------------------------- */
+
+static bool utf8_valid(const unsigned char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i];
+        size_t k = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : 9;
+        if (k == 9 || (k == 1 && c < 0xc2) || i + k >= n + (k == 0)) return false;
+        for (size_t j = 1; j <= k; j++)
+            if ((s[i + j] & 0xc0) != 0x80) return false;
+        if (k == 2 && ((c == 0xe0 && s[i + 1] < 0xa0) || (c == 0xed && s[i + 1] >= 0xa0))) return false;
+        if (k == 3 && ((c == 0xf0 && s[i + 1] < 0x90) || c > 0xf4 || (c == 0xf4 && s[i + 1] >= 0x90))) return false;
+        i += k + 1;
+    }
+    return true;
+}
+
+/* The first record of file i: *rec (len bytes, the caller frees). */
+static int first_record(const struct import_spec *spec, int i, int64_t size, struct field *f, char **rec, size_t *len)
+{
+    int rc = 0, how;
+    struct rbuf rb = {.fd = -1, .path = spec->inputs[i], .size = size};
+    struct ctx c = {.spec = spec, .L = &(struct layout){.n = IMPORT_MAX_COLUMNS}, .f = f};
+    struct tok t = {0};
+    rb.fd = open(rb.path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    CAIRN_CHECK_ERRNO(rb.fd >= 0, CAIRN_EINPUT, "cannot open %s", rb.path);
+    CAIRN_CHECK(next_record(&c, &rb, 0, 1, &t, &how));
+    if (how == T_BAD)
+        CAIRN_FAIL(CAIRN_EINPUT, "%s:%d:%lld: %s", rb.path, 1 + t.bad_line, (long long)t.bad_col, t.why);
+    *rec = malloc(t.end + 1);
+    CAIRN_CHECK_ALLOC(*rec);
+    memcpy(*rec, rb.p, t.end);
+    *len = t.end;
+cleanup:
+    if (rb.fd >= 0) close(rb.fd);
+    free(rb.p);
+    return rc;
+}
+
+/* Rank 0: the inputs' sizes, and the first record of the first (the
+ * header, which every other file must repeat byte for byte). */
+static int probe(const struct import_spec *spec, int64_t *sizes, char **head, size_t *head_len)
+{
+    int rc = 0;
+    char *other = NULL;
+    size_t olen;
+    struct field *f = malloc((IMPORT_MAX_COLUMNS + 1) * sizeof *f);
+    CAIRN_CHECK_ALLOC(f);
+    CAIRN_CHECK(data_sizes(spec->inputs, spec->n_inputs, sizes));
+    for (int i = 0; i < spec->n_inputs; i++) {
+        if (sizes[i] == 0 && spec->header) CAIRN_FAIL(CAIRN_EINPUT, "%s: empty (no header line)", spec->inputs[i]);
+        if (sizes[i] == 0) continue;
+        if (!*head) {
+            CAIRN_CHECK(first_record(spec, i, sizes[i], f, head, head_len));
+            if (!spec->header) break;
+            continue;
+        }
+        CAIRN_CHECK(first_record(spec, i, sizes[i], f, &other, &olen));
+        if (olen != *head_len || memcmp(other, *head, olen) != 0)
+            CAIRN_FAIL(CAIRN_EINPUT, "%s:1: a header other than %s's (the files are joined by column)", spec->inputs[i],
+                       spec->inputs[0]);
+        free(other);
+        other = NULL;
+    }
+    if (!*head) CAIRN_FAIL(CAIRN_EINPUT, "%s", "the inputs are empty");
+cleanup:
+    free(other);
+    free(f);
+    return rc;
+}
+
+/* The columns: their number and names, from the header (head) or from
+ * --columns, else the first record's count. */
+static int layout_names(struct layout *L, const struct import_spec *spec, const char *head, size_t len)
+{
+    int rc = 0;
+    struct tok t = {0};
+    struct field *f = malloc((IMPORT_MAX_COLUMNS + 1) * sizeof *f);
+    CAIRN_CHECK_ALLOC(f);
+    if (spec->names) { /* NAME,NAME,... */
+        L->n = 1;
+        for (const char *s = spec->names; *s; s++) L->n += *s == ',';
+        L->name = calloc((size_t)L->n, sizeof *L->name);
+        CAIRN_CHECK_ALLOC(L->name);
+        const char *s = spec->names;
+        for (int c = 0; c < L->n; c++) {
+            size_t n = strcspn(s, ",");
+            L->name[c] = strndup(s, n);
+            CAIRN_CHECK_ALLOC(L->name[c]);
+            s += n + (s[n] == ',');
+        }
+        goto cleanup;
+    }
+    if (tokenize(head, len, true, spec->delim, IMPORT_MAX_COLUMNS, f, &t) != T_OK)
+        CAIRN_FAIL(CAIRN_EINPUT, "%s:1: more than %d columns", spec->inputs[0], IMPORT_MAX_COLUMNS);
+    L->n = t.nf;
+    if (!spec->header) goto cleanup;
+    L->name = calloc((size_t)L->n, sizeof *L->name);
+    CAIRN_CHECK_ALLOC(L->name);
+    for (int c = 0; c < L->n; c++) {
+        if (!utf8_valid((const unsigned char *)f[c].s, f[c].n))
+            CAIRN_FAIL(CAIRN_EINPUT, "%s:%d:%lld: column %d's name is not UTF-8", spec->inputs[0], 1 + f[c].line,
+                       (long long)f[c].col, c + 1);
+        L->name[c] = malloc(f[c].n + 1);
+        CAIRN_CHECK_ALLOC(L->name[c]);
+        size_t n = 0;
+        for (size_t j = 0; j < f[c].n; j++) { /* "" is one quote */
+            L->name[c][n++] = f[c].s[j];
+            if (f[c].escaped && f[c].s[j] == '"') j++;
+        }
+        L->name[c][n] = 0;
+    }
+cleanup:
+    free(f);
+    return rc;
+}
+
+/* ---- where each rank's pieces start ------------------------------------------ */
+
+/* A rank's last piece's counts, for the scan: flags 1, the piece starts at
+ * its file's start (the counts are the file's so far); 2, no piece. */
+struct seg {
+    int64_t file, quotes, lines, flags;
+};
+
+static void seg_op(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void)type;
+    const struct seg *a = in;
+    struct seg *b = inout;
+    for (int i = 0; i < *len; i++, a++, b++) {
+        if (a->flags & 2) continue;
+        if ((b->flags & 2) || (!(b->flags & 1) && b->file == a->file))
+            *b = (struct seg){a->file, a->quotes + (b->flags & 2 ? 0 : b->quotes),
+                              a->lines + (b->flags & 2 ? 0 : b->lines), a->flags};
+    }
+}
+
+/* Collective: each piece's counts before its start. */
+static int seg_scan(MPI_Comm comm, struct piece *pc, int np)
+{
+    int rc = 0, me = 0;
+    MPI_Datatype t = MPI_DATATYPE_NULL;
+    MPI_Op op = MPI_OP_NULL;
+    struct seg mine = {.flags = 2}, before = {.flags = 2};
+    if (np) mine = (struct seg){pc[np - 1].file, pc[np - 1].qin, pc[np - 1].lin, pc[np - 1].a == 0};
+    MPI_Comm_rank(comm, &me);
+    CAIRN_CHECK_MPI(MPI_Type_contiguous(4, MPI_INT64_T, &t));
+    CAIRN_CHECK_MPI(MPI_Type_commit(&t));
+    CAIRN_CHECK_MPI(MPI_Op_create(seg_op, 0, &op));
+    CAIRN_CHECK_MPI(MPI_Exscan(&mine, &before, 1, t, op, comm));
+    if (me == 0) before = (struct seg){.flags = 2};
+    if (np && pc[0].a > 0) {
+        if ((before.flags & 2) || before.file != pc[0].file)
+            CAIRN_FAIL(CAIRN_ERUNTIME, "%s", "the ranks' byte ranges do not join (a bug)");
+        pc[0].quotes = before.quotes, pc[0].lines = before.lines;
+    }
+cleanup:
+    if (op != MPI_OP_NULL) MPI_Op_free(&op);
+    if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
+    return rc;
+}
+
+/* This rank's pieces: its block of the inputs' bytes, cut at files. */
+static int pieces_of(MPI_Comm comm, const int64_t *sizes, int n_files, struct piece **out, int *np, int64_t *total)
+{
+    int me = 0, size = 1;
+    int64_t A, B, at = 0;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &size);
+    *total = 0;
+    for (int i = 0; i < n_files; i++) *total += sizes[i];
+    block_range(*total, size, me, &A, &B);
+    *out = calloc((size_t)n_files + 1, sizeof **out);
+    if (!*out) return cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    *np = 0;
+    for (int i = 0; i < n_files; at += sizes[i++]) {
+        int64_t a = A > at ? A : at, b = B < at + sizes[i] ? B : at + sizes[i];
+        if (a < b) (*out)[(*np)++] = (struct piece){.file = i, .a = a - at, .b = b - at};
+    }
+    return 0;
+}
+
+/* ---- the import -------------------------------------------------------------- */
+
+/* Rank 0 finds the header; every rank learns it and the sizes. */
+static int share_header(MPI_Comm comm, const struct import_spec *spec, int64_t *sizes, struct layout *L)
+{
+    int rc = 0, me = 0;
+    char *head = NULL;
+    size_t len = 0;
+    uint64_t n;
+    MPI_Comm_rank(comm, &me);
+    if (me == 0) rc = spec->header || !spec->names ? probe(spec, sizes, &head, &len)
+                                                   : data_sizes(spec->inputs, spec->n_inputs, sizes);
+    CAIRN_CHECK(coll_agree(comm, rc));
+    n = len;
+    CAIRN_CHECK_MPI(MPI_Bcast(sizes, spec->n_inputs, MPI_INT64_T, 0, comm));
+    CAIRN_CHECK_MPI(MPI_Bcast(&n, 1, MPI_UINT64_T, 0, comm));
+    if (!head) head = malloc(n + 1);
+    CAIRN_CHECK(coll_agree(comm, head ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory")));
+    CAIRN_CHECK_MPI(MPI_Bcast(head, (int)n, MPI_BYTE, 0, comm)); /* at most MAX_RECORD */
+    CAIRN_CHECK(layout_names(L, spec, head, n));
+    CAIRN_CHECK(layout_resolve(L, spec));
+cleanup:
+    free(head);
+    return rc;
+}
+
+/* This rank's rows: count its pieces, scan, parse. */
+static int parse_mine(MPI_Comm comm, struct ctx *c, const int64_t *sizes, int64_t *total)
+{
+    int rc = 0, np = 0;
+    struct piece *pc = NULL;
+    struct rbuf rb = {.fd = -1};
+    struct import_progress pg;
+    int64_t done = 0;
+    CAIRN_CHECK(pieces_of(comm, sizes, c->spec->n_inputs, &pc, &np, total));
+    import_progress_init(&pg, comm, c->spec->progress, *total);
+    for (int i = 0; rc == 0 && i < np; i++) {
+        rb.fd = open(c->spec->inputs[pc[i].file], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        rb.path = c->spec->inputs[pc[i].file], rb.size = sizes[pc[i].file], rb.off = rb.len = 0;
+        rc = rb.fd >= 0 ? count_range(&rb, pc[i].a, pc[i].b, &pc[i].qin, &pc[i].lin, &pg, &done)
+                        : cairn_err_errno(CAIRN_EINPUT, __FILE__, __LINE__, "cannot open %s", rb.path);
+        if (rb.fd >= 0) close(rb.fd);
+    }
+    CAIRN_CHECK(coll_agree(comm, rc));
+    CAIRN_CHECK(seg_scan(comm, pc, np));
+    for (int i = 0; rc == 0 && i < np; i++) {
+        if (i > 0 && c->bad.count && c->spec->skip_bad == 0) break;
+        rb.fd = open(c->spec->inputs[pc[i].file], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        rb.path = c->spec->inputs[pc[i].file], rb.size = sizes[pc[i].file], rb.off = rb.len = 0;
+        rc = rb.fd >= 0 ? parse_piece(c, &rb, &pc[i], &pg, &done)
+                        : cairn_err_errno(CAIRN_EINPUT, __FILE__, __LINE__, "cannot open %s", rb.path);
+        if (rb.fd >= 0) close(rb.fd);
+    }
+cleanup:
+    free(rb.p);
+    free(pc);
+    return rc;
+}
+
+int import_text(MPI_Comm comm, const struct import_spec *spec, struct import_result *res)
+{
+    int rc = 0, nd = 0;
+    struct layout L = {0};
+    struct ctx c = {.spec = spec, .L = &L};
+    struct import_bad all = {0};
+    int64_t *sizes = calloc((size_t)spec->n_inputs, sizeof *sizes), lo = 0, n = 0, total = 0;
+    struct rows_out d[2 + IMPORT_MAX_IDS];
+    rc = sizes ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    CAIRN_CHECK(coll_agree(comm, rc));
+    CAIRN_CHECK(share_header(comm, spec, sizes, &L));
+    c.f = malloc(((size_t)L.n + 1) * sizeof *c.f);
+    bool hashed = false;
+    for (int i = 0; i < spec->n_ids; i++) hashed = hashed || spec->ids[i].rows;
+    c.unq = hashed ? malloc(MAX_RECORD) : NULL;
+    rc = c.f && (c.unq || !hashed) ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
+    if (rc == 0) rc = parse_mine(comm, &c, sizes, &total);
+    CAIRN_CHECK(coll_agree(comm, rc));
+    CAIRN_CHECK(import_bad_join(comm, &c.bad, &all));
+    CAIRN_CHECK(import_bad_verdict(&all, spec->skip_bad));
+    CAIRN_CHECK_MPI(MPI_Exscan(&c.rows.n, &lo, 1, MPI_INT64_T, MPI_SUM, comm));
+    CAIRN_CHECK_MPI(MPI_Allreduce(&c.rows.n, &n, 1, MPI_INT64_T, MPI_SUM, comm));
+    int me = 0;
+    MPI_Comm_rank(comm, &me);
+    if (me == 0) lo = 0;
+    if (n == 0) CAIRN_FAIL(CAIRN_EINPUT, "%s: no records (only a header, blank lines or skipped records)", spec->inputs[0]);
+    d[nd++] = (struct rows_out){"features", DT_F32, {2, {n, L.features}}, lo, c.rows.n, c.rows.x};
+    if (L.targets) d[nd++] = (struct rows_out){"labels", DT_F32, {2, {n, L.targets}}, lo, c.rows.n, c.rows.t};
+    else if (L.labels) d[nd++] = (struct rows_out){"labels", DT_I32, {1, {n}}, lo, c.rows.n, c.rows.y};
+    for (int i = 0; i < spec->n_ids; i++)
+        d[nd++] = (struct rows_out){spec->ids[i].name, DT_I64,
+                                    L.ids_k[i] == 1 ? (struct shape){1, {n}} : (struct shape){2, {n, L.ids_k[i]}},
+                                    lo, c.rows.n, c.rows.ids[i]};
+    rc = import_write(comm, spec, spec->delim == '\t' ? "tsv" : "csv", sizes, 0, d, nd, all.count);
+    res->rows = n, res->skipped = all.count, res->bytes = total;
+    if (rc == 0 && all.count) {
+        for (int i = 0; me == 0 && i < all.n; i++) fprintf(stderr, "cairn: data import: skipped %s\n", all.msg[i]);
+    }
+cleanup:
+    rows_free(&c.rows, spec->n_ids);
+    layout_free(&L);
+    free(c.f);
+    free(c.unq);
+    free(sizes);
+    return rc;
+}
