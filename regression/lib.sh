@@ -128,6 +128,25 @@ mpi() {
     run "$tag" mpirun --oversubscribe -np "$np" "$CAIRN" "$@"
 }
 
+# Cases side by side within a scenario: most of a launch is waiting
+# (mpirun's start-up, a rank's exit), so independent cases (their own
+# files, no timing in their outcome) run T_PAR at once.  side CMD...: run
+# CMD (a function of the scenario) in the background, its output kept;
+# sides_done: wait for them all and print their outputs in the order they
+# were started.
+T_PAR=${T_PAR:-3}
+side_n=0
+side() {
+    while [ "$(jobs -rp | wc -l)" -ge "$T_PAR" ]; do wait -n; done
+    side_n=$((side_n + 1))
+    "$@" >".side.$(printf %05d "$side_n")" 2>&1 &
+}
+sides_done() {
+    wait
+    cat .side.* 2>/dev/null
+    rm -f .side.*
+}
+
 # expect_rc NAME TAG CODE
 expect_rc() {
     local got

@@ -41,8 +41,9 @@ intact() {
     expect_eq "$name/listed" "$(ckpt_ls "$dir/ckpt" | cut -f1 | xargs)" "$3"
     expect_eq "$name/no-leftovers" "$(ls "$dir/ckpt" | grep -c 'tmp')" 0
     for f in "$dir"/ckpt/ckpt-*.h5; do
-        run verify "$CAIRN" ckpt verify "$f"
-        [ "$(cat verify.rc)" = 0 ] || fail "$name/verifies" "$f does not verify" verify.out verify.err
+        run "verify-${name//\//-}" "$CAIRN" ckpt verify "$f"
+        [ "$(cat "verify-${name//\//-}.rc")" = 0 ] ||
+            fail "$name/verifies" "$f does not verify" "verify-${name//\//-}.out" "verify-${name//\//-}.err"
     done
 }
 
@@ -72,53 +73,59 @@ hit() {
 }
 
 # creating the file: rank 0 makes it, every rank opens it before MPI-IO does
-hit create/rank0 2 0 "open:$TMP:1+" "cannot create .*$TMP: Input/output error"
-hit create/rank1 2 1 "open:$TMP:1+" "cannot open .*$TMP: Input/output error"
-hit create/all 2 all "open:$TMP:1+" "cannot create .*$TMP: Input/output error"
+side hit create/rank0 2 0 "open:$TMP:1+" "cannot create .*$TMP: Input/output error"
+side hit create/rank1 2 1 "open:$TMP:1+" "cannot open .*$TMP: Input/output error"
+side hit create/all 2 all "open:$TMP:1+" "cannot create .*$TMP: Input/output error"
 # each single write of each rank (data and HDF5's metadata, the last ones
 # in the close), then every write
-for rank in 0 1; do
+writes() { # RANK: each of its writes in turn, until one past its last
+    local rank=$1 n
     for n in $(seq 1 40); do
         PROBE=1 hit "write/rank$rank/n$n" 2 "$rank" "write:$TMP:$n" "cannot write .*$TMP: MPI_File_write_at(_all)? wrote 0 of [0-9]+ bytes: Input/output error" || break
     done
     [ "$n" -gt 3 ] && pass "write/rank$rank/several" || fail "write/rank$rank/several" "only $((n - 1)) writes seen"
-done
-hit write/all 2 all "write:$TMP:1+" "cannot write .*$TMP: MPI_File_write_at(_all)? wrote 0 of [0-9]+ bytes: Input/output error"
-hit write/full 2 1 "write:$TMP:2:ENOSPC" "cannot write .*$TMP: MPI_File_write_at(_all)? wrote 0 of [0-9]+ bytes: No space left on device"
+}
+side writes 0
+side writes 1
+side hit write/all 2 all "write:$TMP:1+" "cannot write .*$TMP: MPI_File_write_at(_all)? wrote 0 of [0-9]+ bytes: Input/output error"
+side hit write/full 2 1 "write:$TMP:2:ENOSPC" "cannot write .*$TMP: MPI_File_write_at(_all)? wrote 0 of [0-9]+ bytes: No space left on device"
 # the sync after the close, on every rank
-hit sync/rank0 2 0 "fsync:$TMP:1+" "cannot fsync .*$TMP: Input/output error"
-hit sync/rank1 2 1 "fsync:$TMP:1+" "cannot fsync .*$TMP: Input/output error"
-hit sync/all 2 all "fsync:$TMP:1+" "cannot fsync .*$TMP: Input/output error"
+side hit sync/rank0 2 0 "fsync:$TMP:1+" "cannot fsync .*$TMP: Input/output error"
+side hit sync/rank1 2 1 "fsync:$TMP:1+" "cannot fsync .*$TMP: Input/output error"
+side hit sync/all 2 all "fsync:$TMP:1+" "cannot fsync .*$TMP: Input/output error"
 # closing
-hit close/rank0 2 0 "close:$TMP:1+" "cannot close .*$TMP: Input/output error"
-hit close/rank1 2 1 "close:$TMP:1+" "cannot close .*$TMP: Input/output error"
-hit close/all 2 all "close:$TMP:1+" "cannot close .*$TMP: Input/output error"
+side hit close/rank0 2 0 "close:$TMP:1+" "cannot close .*$TMP: Input/output error"
+side hit close/rank1 2 1 "close:$TMP:1+" "cannot close .*$TMP: Input/output error"
+side hit close/all 2 all "close:$TMP:1+" "cannot close .*$TMP: Input/output error"
 # HDF5's final resize, and rank 0's space reserve
-hit resize/rank0 2 0 "truncate:$TMP:1+" "cannot write .*$TMP: MPI_File_set_size: Input/output error"
-hit resize/all 2 all "truncate:$TMP:1+" "cannot write .*$TMP: MPI_File_set_size: Input/output error"
-hit reserve/rank0 2 0 "allocate:$TMP:1+:ENOSPC" "cannot reserve [0-9]+ bytes for .*$TMP: No space left on device"
+side hit resize/rank0 2 0 "truncate:$TMP:1+" "cannot write .*$TMP: MPI_File_set_size: Input/output error"
+side hit resize/all 2 all "truncate:$TMP:1+" "cannot write .*$TMP: MPI_File_set_size: Input/output error"
+side hit reserve/rank0 2 0 "allocate:$TMP:1+:ENOSPC" "cannot reserve [0-9]+ bytes for .*$TMP: No space left on device"
 # a file system without fallocate (NFS 3, some parallel ones): no
 # reservation, said once, and never the block-by-block emulation (one
 # write of every byte); the checkpoints are whole and the total right.
 # noalloc: the reserve's allocation is refused; noalloc2: the reserve is
 # allocated, the file's own allocation is refused.
-for r in noalloc:reserve noalloc2:h5.tmp; do
-    n=${r%%:*}
-    eio "$n" 2 all "allocate:${r#*:}:1+:EOPNOTSUPP" run c.cfg --run-dir "$n" --set groups.0.ranks=2
+noalloc() { # NAME:FILE
+    local n=${1%%:*}
+    eio "$n" 2 all "allocate:${1#*:}:1+:EOPNOTSUPP" run c.cfg --run-dir "$n" --set groups.0.ranks=2
     injected "$n" "$n"
     expect_rc "$n/exit" "$n" 0
     expect_count "$n/said" "$n.out" "note: the file system of .*$n/ckpt cannot reserve space ahead \(no fallocate\)" 1
     expect_eq "$n/total" "$(metric "$n/metrics.jsonl" log result)" 145
     intact "$n" "$n" "0 1 2 3 4"
-done
+}
+side noalloc noalloc:reserve
+side noalloc noalloc2:h5.tmp
 # the commit (rank 0): the rename, then the index (epoch 2's is its third)
-hit rename/rank0 2 0 "rename:$TMP:1" "cannot rename .*$TMP: Input/output error"
-hit index-write/rank0 2 0 "write:index.tmp:3" "cannot write .*index.tmp: Input/output error"
-hit index-sync/rank0 2 0 "fsync:index.tmp:3" "cannot fsync .*index.tmp: Input/output error"
-hit index-close/rank0 2 0 "close:index.tmp:3" "cannot close .*index.tmp: Input/output error"
-hit index-rename/rank0 2 0 "rename:index.tmp:3" "cannot rename .*index.tmp: Input/output error"
+side hit rename/rank0 2 0 "rename:$TMP:1" "cannot rename .*$TMP: Input/output error"
+side hit index-write/rank0 2 0 "write:index.tmp:3" "cannot write .*index.tmp: Input/output error"
+side hit index-sync/rank0 2 0 "fsync:index.tmp:3" "cannot fsync .*index.tmp: Input/output error"
+side hit index-close/rank0 2 0 "close:index.tmp:3" "cannot close .*index.tmp: Input/output error"
+side hit index-rename/rank0 2 0 "rename:index.tmp:3" "cannot rename .*index.tmp: Input/output error"
 # three ranks, the middle one failing in its data write
-hit write/3ranks 3 1 "write:$TMP:1" "cannot write .*$TMP: MPI_File_write_at(_all)? wrote 0 of [0-9]+ bytes: Input/output error"
+side hit write/3ranks 3 1 "write:$TMP:1" "cannot write .*$TMP: MPI_File_write_at(_all)? wrote 0 of [0-9]+ bytes: Input/output error"
+sides_done
 
 # An open that fails inside MPI-IO after every rank opened the file itself
 # splits the ranks inside HDF5; the watchdog ends it (bounded, exit 3), and
@@ -157,14 +164,19 @@ model_hit() {
     return 0
 }
 # (cairn creates model.h5.tmp, then HDF5 opens it: either open may fail)
-model_hit create "open:model.h5.tmp:1+" "cannot create .*model.h5.tmp: Input/output error"
-model_hit h5create "open:model.h5.tmp:2+" "cannot create .*model.h5.tmp: H5Fcreate failed: .*Input/output error"
-for n in $(seq 1 30); do
-    PROBE=1 model_hit "write/n$n" "write:model.h5.tmp:$n" "H5[A-Za-z]+ failed: .*Input/output error" || break
-done
-[ "$n" -gt 3 ] && pass model/write/several || fail model/write/several "only $((n - 1)) writes seen"
-model_hit fsync "fsync:model.h5.tmp:1" "cannot fsync .*model.h5.tmp: Input/output error"
+side model_hit create "open:model.h5.tmp:1+" "cannot create .*model.h5.tmp: Input/output error"
+side model_hit h5create "open:model.h5.tmp:2+" "cannot create .*model.h5.tmp: H5Fcreate failed: .*Input/output error"
+model_writes() {
+    local n
+    for n in $(seq 1 30); do
+        PROBE=1 model_hit "write/n$n" "write:model.h5.tmp:$n" "H5[A-Za-z]+ failed: .*Input/output error" || break
+    done
+    [ "$n" -gt 3 ] && pass model/write/several || fail model/write/several "only $((n - 1)) writes seen"
+}
+side model_writes
+side model_hit fsync "fsync:model.h5.tmp:1" "cannot fsync .*model.h5.tmp: Input/output error"
 # closes: HDF5's look at the file it is to create, H5Fclose, cairn's own
-model_hit close "close:model.h5.tmp:2" "H5Fclose failed: .*Input/output error"
-model_hit close-own "close:model.h5.tmp:3" "cannot close .*model.h5.tmp: Input/output error"
-model_hit rename "rename:model.h5.tmp:1" "cannot rename .*model.h5.tmp: Input/output error"
+side model_hit close "close:model.h5.tmp:2" "H5Fclose failed: .*Input/output error"
+side model_hit close-own "close:model.h5.tmp:3" "cannot close .*model.h5.tmp: Input/output error"
+side model_hit rename "rename:model.h5.tmp:1" "cannot rename .*model.h5.tmp: Input/output error"
+sides_done

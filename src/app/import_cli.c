@@ -72,11 +72,9 @@ static int criteo(struct import_spec *s, long rows)
     s->label = "label", s->features = "I1,I2,I3,I4,I5,I6,I7,I8,I9,I10,I11,I12,I13";
     if (!s->fill_set) s->fill_set = true, s->fill = 0; /* missing counts are zero, as DLRM reads them */
     for (int i = 0; i < 26; i++) {
-        static char cols[26][4];
-        snprintf(cols[i], sizeof cols[i], "C%d", i + 1);
         struct import_ids *d = &s->ids[s->n_ids++];
-        snprintf(d->name, sizeof d->name, "%s", cols[i]);
-        d->columns = cols[i], d->rows = rows;
+        snprintf(d->name, sizeof d->name, "C%d", i + 1);
+        d->columns = d->name, d->rows = rows; /* the column of that name */
     }
     return 0;
 }

@@ -319,7 +319,7 @@ static int plan_input(const struct import_spec *spec, int i, int64_t *size, stru
         struct arr *x = &a[*n];
         *x = (struct arr){.file = i, .at = 0, .csize = *size, .usize = *size};
         if (is_npz(path)) CAIRN_CHECK(zip_member(r.fd, path, *size, &cd, x));
-        else snprintf(x->name, sizeof x->name, "%s", name);
+        else snprintf(x->name, sizeof x->name, "%.63s", name);
         src_close(&r);
         r = (struct src){.fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), .path = path, .a = x};
         CAIRN_CHECK_ERRNO(r.fd >= 0, CAIRN_EINPUT, "cannot open %s", path);
