@@ -45,13 +45,14 @@ layout() { # TAG RANKS SETTINGS...: a run in run-TAG
     mpi "$tag" "$np" run e.cfg --run-dir "run-$tag" "${sets[@]}"
     expect_rc "layout/$tag/rc" "$tag" 0
 }
-layout R1S1P2 3 replicas=1
-layout R1S1P1 2 ps.shards=1
-layout R1S1P3 4 ps.shards=3
-layout R1S2P2 4 pipeline.stages=2
-layout R2S1P2 4 replicas=2
-layout R2S2P3 7 replicas=2 pipeline.stages=2 ps.shards=3
-layout R4S1P1 5 replicas=4 ps.shards=1
+side layout R1S1P2 3 replicas=1
+side layout R1S1P1 2 ps.shards=1
+side layout R1S1P3 4 ps.shards=3
+side layout R1S2P2 4 pipeline.stages=2
+side layout R2S1P2 4 replicas=2
+side layout R2S2P3 7 replicas=2 pipeline.stages=2 ps.shards=3
+side layout R4S1P1 5 replicas=4 ps.shards=1
+sides_done
 for tag in R1S1P1 R1S1P3 R1S2P2 R2S1P2 R2S2P3 R4S1P1; do
     same_h5 "bitwise/$tag" run-R1S1P2/model.h5 "run-$tag/model.h5" /layers
     same_h5 "bitwise/$tag/tables" run-R1S1P2/model.h5 "run-$tag/model.h5" /embeddings
@@ -99,8 +100,11 @@ same_h5 tiny/bitwise tiny1/model.h5 tiny12/model.h5
 
 # every optimizer: the same bits on 1 shard and on 2 replicas with 3 shards
 for opt in sgd momentum adagrad; do
-    layout "$opt-P1" 2 ps.shards=1 "ps.optimizer=\"$opt\""
-    layout "$opt-R2P3" 6 replicas=2 ps.shards=3 "ps.optimizer=\"$opt\""
+    side layout "$opt-P1" 2 ps.shards=1 "ps.optimizer=\"$opt\""
+    side layout "$opt-R2P3" 6 replicas=2 ps.shards=3 "ps.optimizer=\"$opt\""
+done
+sides_done
+for opt in sgd momentum adagrad; do
     same_h5 "bitwise/$opt" "run-$opt-P1/model.h5" "run-$opt-R2P3/model.h5"
 done
 h5differ run-sgd-P1/model.h5 run-adagrad-P1/model.h5 &&
@@ -244,12 +248,13 @@ badrun() { # NAME FILE PATTERN
     expect_grep "bad/$1/says" "bad-$1.err" "$3"
     ls "bad-$1"/ckpt/*.h5 >/dev/null 2>&1 && fail "bad/$1/nothing-written" "bad-$1 has a checkpoint" || pass "bad/$1/nothing-written"
 }
-badrun big big.h5 "e.cfg:6: table 'user': ids dataset 'user' in big.h5: row 17 holds id 5000; the table has rows 0 to 4999 \(and -1 means no id\)"
-badrun neg neg.h5 "e.cfg:6: table 'user': .*row 5 holds id -2"
-badrun item item.h5 "e.cfg:7: table 'item': ids dataset 'item' in item.h5: row 2000 holds id 700"
-badrun float float.h5 "e.cfg:6: table 'user': ids dataset 'user' in float.h5 holds f32 values; ids must be integers"
-badrun short short.h5 "e.cfg:6: table 'user': ids dataset 'user' in short.h5 has 100 rows but the features have 3000"
-badrun cube cube.h5 "ids dataset 'user' in cube.h5 is \[3000, 1, 1\], not \[N\] or \[N, k\]"
+side badrun big big.h5 "e.cfg:6: table 'user': ids dataset 'user' in big.h5: row 17 holds id 5000; the table has rows 0 to 4999 \(and -1 means no id\)"
+side badrun neg neg.h5 "e.cfg:6: table 'user': .*row 5 holds id -2"
+side badrun item item.h5 "e.cfg:7: table 'item': ids dataset 'item' in item.h5: row 2000 holds id 700"
+side badrun float float.h5 "e.cfg:6: table 'user': ids dataset 'user' in float.h5 holds f32 values; ids must be integers"
+side badrun short short.h5 "e.cfg:6: table 'user': ids dataset 'user' in short.h5 has 100 rows but the features have 3000"
+side badrun cube cube.h5 "ids dataset 'user' in cube.h5 is \[3000, 1, 1\], not \[N\] or \[N, k\]"
+sides_done
 
 # ---- ids that go bad under a running job: exit 3, the same words ------------------------
 # The trainer (rank 0) stops itself (SIGSTOP) in epoch 1's checkpoint

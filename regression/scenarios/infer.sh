@@ -11,9 +11,15 @@ enter
 T_TIMEOUT=240
 export PYTHONPATH=$CAIRN_ROOT/python
 
-demo_data data 2 demo.h5
-mpi demo 4 run "$JOBS/demo.cfg" --run-dir demo --set stop.max_epochs=2
-expect_rc fixture/demo demo 0
+# the three models, trained side by side
+fixture() { # TAG NP ARGS...: a training run that must succeed
+    local tag=$1 np=$2
+    shift 2
+    [ "$tag" = demo ] && demo_data data 2 demo.h5
+    mpi "$tag" "$np" "$@"
+    expect_rc "fixture/$tag" "$tag" 0
+}
+side fixture demo 4 run "$JOBS/demo.cfg" --run-dir demo --set stop.max_epochs=2
 mpi edata 2 data synth --out e.h5 --samples 3000 --features 4 --classes 2 --seed 5 \
     --table user:5000:1 --table item:700:3
 cat >e.cfg <<'CFG'
@@ -32,8 +38,6 @@ ps = { shards = 2; optimizer = "adam"; lr = 0.01; };
 stop = { max_epochs = 2; };
 steps_per_epoch = 6;
 CFG
-mpi emb 3 run e.cfg --run-dir emb
-expect_rc fixture/emb emb 0
 cat >m.cfg <<'CFG'
 name = "mse";
 seed = 3;
@@ -47,8 +51,9 @@ ps = { shards = 2; optimizer = "adam"; lr = 0.01; };
 stop = { max_epochs = 2; };
 steps_per_epoch = 6;
 CFG
-mpi mse 3 run m.cfg --run-dir mse
-expect_rc fixture/mse mse 0
+side fixture emb 3 run e.cfg --run-dir emb
+side fixture mse 3 run m.cfg --run-dir mse
+sides_done
 
 # held_out FILE: the first held-out row of a data file (holdout = 0.2)
 held_out() { py 'import h5py, sys; n = len(h5py.File(sys.argv[1], "r")["labels"]); print(n - max(int(0.2 * n), 1))' "$1"; }
@@ -58,8 +63,8 @@ logged() { grep "/loss = " "$1/cairn.log" | tail -n 1 | sed -E 's/.*train_loss =
 figures() { sed -nE 's/^eval: .*: (loss = .*) \([0-9.]+ s, .*/\1/p' "$1.out"; }
 
 # ---- eval: the logged figures, alone and on 3 ranks -------------------------------------
-for m in demo emb mse; do
-    data=demo.h5
+eval_model() { # MODEL
+    local m=$1 data=demo.h5 first
     [ $m = demo ] || data=e.h5
     first=$(held_out $data)
     run "eval-$m-1" "$CAIRN" eval "$m/model.h5" "$data" --rows "$first:"
@@ -67,7 +72,9 @@ for m in demo emb mse; do
     expect_eq "eval/$m/alone/as-logged" "$(figures "eval-$m-1")" "$(logged $m)"
     mpi "eval-$m-3" 3 eval "$m/model.h5" "$data" --rows "$first:"
     expect_eq "eval/$m/3-ranks/as-logged" "$(figures "eval-$m-3")" "$(logged $m)"
-done
+}
+for m in demo emb mse; do side eval_model $m; done
+sides_done
 expect_grep eval/emb/auc eval-emb-1.out "accuracy = [0-9.]+, auc = 0\.[0-9]+ "
 mpi eval-json 2 eval emb/model.h5 e.h5 --rows "$(held_out e.h5):" --json
 got=$(py '
@@ -81,8 +88,8 @@ run eval-all "$CAIRN" eval demo/model.h5 demo.h5 --batch 1000
 expect_grep eval/all-rows eval-all.out "^eval: rows 0:32768 of demo.h5 on 1 rank: loss = [0-9.]+, accuracy = 0\.[0-9]+ "
 
 # ---- predict: the same file on 1 and 3 ranks; numpy agrees -------------------------------
-for m in demo emb mse; do
-    data=demo.h5
+predict_model() { # MODEL
+    local m=$1 data=demo.h5 got
     [ $m = demo ] || data=e.h5
     run "predict-$m-1" "$CAIRN" predict "$m/model.h5" "$data" -o "$m-1.h5"
     expect_rc "predict/$m/alone/rc" "predict-$m-1" 0
@@ -106,7 +113,9 @@ print("ok" if err <= 1e-5 and same.all() and probs and len(cls) == len(h5py.File
       "max difference %g, %d classes differ, probabilities %s" % (err, (~same).sum(), probs))' \
         "$m/model.h5" "$data" "$m-1.h5")
     expect_eq "predict/$m/numpy-within-1e-5" "$got" ok
-done
+}
+for m in demo emb mse; do side predict_model $m; done
+sides_done
 expect_grep predict/says predict-demo-3.out "^predict: rows 0:32768 of demo.h5 on 3 ranks into demo-3.h5 in [0-9.]+ s \([0-9]+ rows/s\)"
 expect_eq predict/attributes "$(py 'import h5py; f = h5py.File("emb-3.h5", "r"); print(f.attrs["outputs"].decode(), f["outputs"].shape)')" \
     "probabilities (3000, 2)"
