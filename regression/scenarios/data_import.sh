@@ -51,11 +51,13 @@ for np in 1 3; do
 done
 expect_eq criteo/as-python "$(ic check-criteo 5000 day0.tsv day1.tsv criteo1/criteo.h5 2>&1)" ok
 same_bytes criteo/same-on-3-ranks criteo1/criteo.h5 criteo3/criteo.h5
-(cd criteo1 && mpi train 4 run "$JOBS/criteo.cfg" --run-dir run --set stop.max_epochs=1 \
-    --set model.embeddings.0.rows=5000 --set model.embeddings.1.rows=5000)
-expect_rc criteo/trains criteo1/train 0
-expect_grep criteo/finished criteo1/train.out "job criteo finished: 1 epoch run"
-[ -f criteo1/run/model.h5 ] && pass criteo/model || fail criteo/model "no criteo1/run/model.h5"
+if [ -z "${T_SANITIZED:-}" ]; then # training is not the import's code
+    (cd criteo1 && mpi train 4 run "$JOBS/criteo.cfg" --run-dir run --set stop.max_epochs=1 \
+        --set model.embeddings.0.rows=5000 --set model.embeddings.1.rows=5000)
+    expect_rc criteo/trains criteo1/train 0
+    expect_grep criteo/finished criteo1/train.out "job criteo finished: 1 epoch run"
+    [ -f criteo1/run/model.h5 ] && pass criteo/model || fail criteo/model "no criteo1/run/model.h5"
+fi
 
 # ---- NumPy: .npy (big-endian, Fortran order) and .npz (stored, deflated)
 mkdir -p npy && ic npy npy
@@ -67,6 +69,13 @@ expect_eq npy/as-numpy "$(ic check-npy npy npy1/a.h5 2>&1)" ok
 same_bytes npy/same-on-2-ranks npy1/a.h5 npy2/a.h5
 imp npyname 1 --out a.h5 features=../npy/x.npy
 expect_eq npy/named "$(h5ls npyname/a.h5 | cut -d' ' -f1)" features
+
+# ---- a UTF-8 byte order mark and blank lines before the header
+printf '\xef\xbb\xbf\n\r\nid,b,y\n1,2.5,0\n\n3,4,1\n' >bom.csv
+imp bom 2 --out b.h5 --label y --ids id=id ../bom.csv
+expect_rc bom/rc bom/imp 0
+expect_eq bom/values "$(py 'import h5py; f = h5py.File("bom/b.h5"); print(f["id"][()].tolist(), f["features"][()].tolist(), f["labels"][()].tolist())')" \
+    "[1, 3] [[2.5], [4.0]] [0, 1]"
 
 # ---- progress, when asked for every instant
 imp prog 1 --out q.h5 --progress 1e-9 --label label --ids id=id --hash note=note:1000 --fill 0 ../q.csv
@@ -96,11 +105,24 @@ bad stray-quote f.csv 'a,b\n1,2"3\n' "f.csv:2:4: a quote inside a field that doe
 bad open-quote f.csv 'a,b\n1,2\n"3,4\n' "f.csv:3:1: a quoted field without its closing quote"
 bad header-utf8 f.csv 'a,\xff\n1,2\n' "f.csv:1:3: column 2's name is not UTF-8"
 bad in-quoted-line f.csv 'a,b,c\n"x\ny",2,z\n' "f.csv:3:6: column 'c': 'z' is not a number" --skip a
-bad no-rows f.csv 'a,b\n' "f.csv: no records \(only a header, blank lines or skipped records\)"
+bad no-rows f.csv 'a,b\n' "f.csv: no records \(only a header or blank lines\)"
 bad no-column f.csv 'a,b\n1,2\n' "--label: no column 'zz' \(a name of the header or --columns, a number from 1 to 2, or N-M\)" --label zz
 bad criteo-fields d.tsv '1\t2\n' "d.tsv:1:4: 2 fields, expected 40" --format criteo
 bad npy-magic x.npy 'not an array' "x.npy: not a .npy array \(no \\\\x93NUMPY version 1 to 3\)"
 bad not-regular /dev/null '' "cannot read /dev/null: not a regular file" --format csv
+bad fields-quoted f.csv 'a,b,c\n1,"22"\n' "f.csv:2:7: 2 fields, expected 3"
+bad feature-twice f.csv 'a,b,y\n1,2,0\n' "--features: column 'a' is already used" --label y --features a,a
+bad skip-used f.csv 'a,b,y\n1,2,0\n' "--skip: column 'y' is used \(--label, --target, --ids or --hash\)" --label y --skip y
+bad long-header f.csv "$(python3 -c 'print(",".join(["c"] * 65537))')\n" "f.csv:1: more than 65536 columns"
+printf 'a,b,label\n' >inch.csv # a stray quote runs its record on to the next: never skipped
+for i in $(seq 1 300); do [ "$i" = 3 ] || [ "$i" = 250 ] && echo "$i,2\" screen,0" || echo "$i,$i,1"; done >>inch.csv
+mpi bad-inch 3 data import --out out.h5 --label label --skip-bad 5 inch.csv
+expect_rc bad/runaway-quote/exit bad-inch 2
+expect_grep bad/runaway-quote/says bad-inch.err "^cairn: data import: inch.csv:4:4: a quote inside a field that does not start with one; by the quotes its record runs on to line 251, so it cannot be skipped$"
+run bad-both "$CAIRN" data import --out out.h5 --label a --target b f.csv
+expect_grep bad/label-and-target bad-both.err "^cairn: --label and --target exclude each other"
+run bad-npyopt "$CAIRN" data import --out out.h5 --label a x.npy
+expect_grep bad/npy-option bad-npyopt.err "^cairn: --label is for CSV and TSV, not NumPy arrays"
 printf 'a,b\n1,2\n' >h1.csv && printf 'a,c\n1,2\n' >h2.csv
 run bad-header "$CAIRN" data import --out out.h5 h1.csv h2.csv
 expect_grep bad/header/says bad-header.err "^cairn: data import: h2.csv:1: a header other than h1.csv's"
@@ -112,6 +134,11 @@ run bad-npy-short "$CAIRN" data import --out out.h5 t.npy
 expect_grep bad/npy-short "bad-npy-short.err" "t.npy: [0-9]+ bytes of data, but its shape needs [0-9]+ \(truncated\?\)"
 run bad-npy-join "$CAIRN" data import --out out.h5 w=x.npy w=w.npy
 expect_grep bad/npy-join "bad-npy-join.err" "w.npy: array 'w' \(f64, 3 dimensions\) does not join the one before it in w=x.npy"
+py 'import numpy as np; np.save("fx.npy", np.zeros((10, 2), np.float32)); np.save("ly.npy", np.zeros(7, np.int32)); np.save("z.npy", np.zeros((0, 3)))'
+run bad-npy-rows "$CAIRN" data import --out out.h5 features=fx.npy labels=ly.npy
+expect_grep bad/npy-rows "bad-npy-rows.err" "array 'labels' has 7 rows, array 'features' 10 \(a data file's datasets go row by row\)"
+run bad-npy-empty "$CAIRN" data import --out out.h5 z.npy
+expect_grep bad/npy-no-rows "bad-npy-empty.err" "the arrays have no rows"
 expect_eq bad/output-kept "$(cat out.h5)" keep
 expect_eq bad/no-temporary "$(ls -a | grep -c '^\.out\.h5\|out\.h5\.')" 0
 
@@ -130,5 +157,5 @@ expect_grep skip/says skip.out "^s.h5: 2998 rows from 1 csv file .*; 2 bad recor
 expect_count skip/names skip.err "^cairn: data import: skipped many.csv:(2500:3|2900:4): " 2
 mpi skip-over 3 data import --out s2.h5 --label label --skip-bad 1 many.csv
 expect_rc skip/over/exit skip-over 2
-expect_grep skip/over/says skip-over.err "many.csv:2500:3: column 'b': 'oops' is not a number \(and 1 more bad records: more than --skip-bad 1\)"
+expect_grep skip/over/says skip-over.err "many.csv:2500:3: column 'b': 'oops' is not a number \(and more bad records after it: more than --skip-bad 1\)"
 [ ! -e s2.h5 ] && pass skip/over/no-output || fail skip/over/no-output "s2.h5 exists"

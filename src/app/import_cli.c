@@ -7,7 +7,9 @@
 #include "cairn/slurm.h"
 #include "cairn/strbuf.h"
 
+#include <float.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,8 +68,8 @@ static int criteo(struct import_spec *s, long rows)
     p += sprintf(p, "label");
     for (int i = 1; i <= 13; i++) p += sprintf(p, ",I%d", i);
     for (int i = 1; i <= 26; i++) p += sprintf(p, ",C%d", i);
-    if (s->label || s->features || s->n_ids || s->names)
-        return bad("%s", "--format criteo fixes the columns (no --label, --target, --features, --ids, --hash or --columns)");
+    if (s->label || s->features || s->skip || s->n_ids || s->names)
+        return bad("%s", "--format criteo fixes the columns (no --label, --target, --features, --skip, --ids, --hash or --columns)");
     s->names = names, s->header = false, s->delim = '\t';
     s->label = "label", s->features = "I1,I2,I3,I4,I5,I6,I7,I8,I9,I10,I11,I12,I13";
     if (!s->fill_set) s->fill_set = true, s->fill = 0; /* missing counts are zero, as DLRM reads them */
@@ -97,7 +99,7 @@ static int number_opt(struct import_spec *s, int c, const char *arg, long *rows)
     switch (c) {
     case 'f':
         s->fill = strtod(arg, &end);
-        if (!*arg || *end) return bad("--fill needs a number, not '%s'", arg);
+        if (!*arg || *end || !(fabs(s->fill) <= FLT_MAX)) return bad("--fill needs a number within f32's range, not '%s'", arg);
         s->fill_set = true;
         return 0;
     case 'r':
@@ -135,6 +137,21 @@ static char *command_line(int argc, char **argv)
     return s;
 }
 
+/* Options that do not go together, or not with the format: seen holds
+ * each option's letter as given. */
+static int conflicts(const struct option *longs, const char *seen, const char *format)
+{
+    bool npy = strcmp(format, "npy") == 0, criteo = strcmp(format, "criteo") == 0;
+    if (strchr(seen, 'l') && strchr(seen, 't')) return bad("%s", "--label and --target exclude each other");
+    if (strchr(seen, 'x') && strchr(seen, 'k'))
+        return bad("%s", "--skip leaves columns out of the default features; with --features, leave them out of its list");
+    if (strchr(seen, 'r') && !criteo) return bad("%s", "--rows is for --format criteo (--hash NAME=COLS:ROWS elsewhere)");
+    for (const struct option *o = longs; npy && o->name; o++)
+        if (strchr("nclxkihfLbSe", o->val) && strchr(seen, o->val))
+            return bad("--%s is for CSV and TSV, not NumPy arrays", o->name);
+    return 0;
+}
+
 static int run(struct import_spec *s, const char *format, int argc, char **argv)
 {
     struct import_result r = {0};
@@ -170,11 +187,12 @@ int cli_data_import(int argc, char **argv)
     struct import_spec s = {.delim = ',', .header = true, .empty_id = -1, .progress = 10};
     const char *format = NULL;
     long rows = 1L << 20;
-    int c, rc;
-    char *cmd = command_line(argc, argv);
+    int c, rc, n_seen = 0;
+    char *cmd = command_line(argc, argv), seen[64] = "";
     optind = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", longs, NULL)) != -1) {
+        if (c != '?' && n_seen < (int)sizeof seen - 1 && !strchr(seen, c)) seen[n_seen++] = (char)c;
         switch (c) {
         case 'o': s.out = optarg; break;
         case 'F': format = optarg; break;
@@ -207,6 +225,7 @@ int cli_data_import(int argc, char **argv)
         rc = bad("cannot tell the format of '%s' from its name; give --format", s.inputs[0]);
         goto done;
     }
+    if ((rc = conflicts(longs, seen, format))) goto done;
     if (strcmp(format, "tsv") == 0) s.delim = '\t';
     else if (strcmp(format, "criteo") == 0) {
         if ((rc = criteo(&s, rows))) goto done;

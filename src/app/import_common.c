@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+enum { ATTR_MAX = 60000 };
+
 void import_bad_add(struct import_bad *b, const char *fmt, ...)
 {
     if (b->n < IMPORT_MAX_SHOWN) {
@@ -24,6 +26,13 @@ void import_bad_add(struct import_bad *b, const char *fmt, ...)
     b->count++;
 }
 
+void import_bad_fatal(struct import_bad *b, int code)
+{
+    if (b->fatal) return;
+    b->fatal = code;
+    snprintf(b->fatal_msg, sizeof b->fatal_msg, "%s", cairn_errmsg());
+}
+
 /* inout = in, then inout: MPI hands the lower ranks' part as in. */
 static void bad_join_op(void *in, void *inout, int *len, MPI_Datatype *type)
 {
@@ -32,8 +41,12 @@ static void bad_join_op(void *in, void *inout, int *len, MPI_Datatype *type)
     struct import_bad *b = inout;
     for (int i = 0; i < *len; i++, a++, b++) {
         struct import_bad r = *a;
-        for (int j = 0; j < b->n && r.n < IMPORT_MAX_SHOWN; j++) memcpy(r.msg[r.n++], b->msg[j], sizeof r.msg[0]);
-        r.count += b->count;
+        if (!a->fatal) { /* a fatal end stops the input there */
+            for (int j = 0; j < b->n && r.n < IMPORT_MAX_SHOWN; j++) memcpy(r.msg[r.n++], b->msg[j], sizeof r.msg[0]);
+            r.count += b->count;
+            r.fatal = b->fatal;
+            memcpy(r.fatal_msg, b->fatal_msg, sizeof r.fatal_msg);
+        }
         *b = r;
     }
 }
@@ -55,10 +68,12 @@ cleanup:
 
 int import_bad_verdict(const struct import_bad *all, int64_t skip_bad)
 {
-    if (all->count <= skip_bad) return 0;
-    if (skip_bad == 0) return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "%s", all->msg[0]);
-    return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "%s (and %lld more bad records: more than --skip-bad %lld)",
-                         all->msg[0], (long long)all->count - 1, (long long)skip_bad);
+    if (all->count > skip_bad && skip_bad == 0) return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "%s", all->msg[0]);
+    if (all->count > skip_bad)
+        return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "%s (and more bad records after it: more than "
+                             "--skip-bad %lld)", all->msg[0], (long long)skip_bad);
+    if (all->fatal) return cairn_err_set(all->fatal, __FILE__, __LINE__, "%s", all->fatal_msg);
+    return 0;
 }
 
 void import_progress_init(struct import_progress *p, MPI_Comm comm, double interval, int64_t total)
@@ -87,13 +102,20 @@ int import_write(MPI_Comm comm, const struct import_spec *spec, const char *form
                  int rc, const struct rows_out *d, int nd, int64_t skipped)
 {
     struct strbuf src = {0}, num = {0};
-    for (int i = 0; i < spec->n_inputs; i++) strbuf_addf(&src, "%s\t%lld\n", spec->inputs[i], (long long)sizes[i]);
+    char cmd[ATTR_MAX + 16];
+    int i = 0;
+    /* an attribute lives in its object's header, of 64 KiB at most */
+    for (; i < spec->n_inputs && src.len < ATTR_MAX - 4096; i++)
+        strbuf_addf(&src, "%.3000s\t%lld\n", spec->inputs[i], (long long)sizes[i]);
+    if (i < spec->n_inputs) strbuf_addf(&src, "... and %d more inputs\n", spec->n_inputs - i);
+    snprintf(cmd, sizeof cmd, "%.*s%s", ATTR_MAX, spec->command ? spec->command : "",
+             spec->command && strlen(spec->command) > ATTR_MAX ? " ..." : "");
     strbuf_addf(&num, "%lld", (long long)skipped);
     if (rc == 0 && (strbuf_finish(&src) || strbuf_finish(&num)))
         rc = cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
     const struct attr_out a[] = {
         {"import_sources", strbuf_str(&src)}, /* one line per input: its path, a tab, its bytes */
-        {"import_command", spec->command ? spec->command : ""},
+        {"import_command", cmd},
         {"import_format", format},
         {"import_skipped", strbuf_str(&num)},
         {"import_version", CAIRN_VERSION},

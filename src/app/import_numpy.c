@@ -72,10 +72,11 @@ static int npy_dict(const char *path, const char *h, struct arr *a)
     int rc = 0;
     const char *d = dict_value(h, "descr"), *f = dict_value(h, "fortran_order"), *s = dict_value(h, "shape");
     if (!d || !f || !s) CAIRN_FAIL(CAIRN_EINPUT, "%s: a .npy header without descr, fortran_order and shape", path);
-    char order, kind;
-    int item = 0, used = 0;
-    if (sscanf(d, "'%c%c%d'%n", &order, &kind, &item, &used) != 3 || used == 0)
+    /* '<f4': a byte order, a kind, a size of one digit */
+    if (d[0] != '\'' || !d[1] || !d[2] || d[3] < '1' || d[3] > '9' || d[4] != '\'')
         CAIRN_FAIL(CAIRN_EINPUT, "%s: dtype %.20s is not one cairn imports (a structured or text array?)", path, d);
+    char order = d[1], kind = d[2];
+    int item = d[3] - '0';
     bool ok = (kind == 'f' && (item == 2 || item == 4 || item == 8)) || (kind == 'b' && item == 1) ||
               ((kind == 'i' || kind == 'u') && (item == 1 || item == 2 || item == 4 || item == 8));
     if (!ok || (order != '<' && order != '>' && order != '|' && order != '='))
@@ -100,11 +101,14 @@ static int npy_dict(const char *path, const char *h, struct arr *a)
         else if (*s != ')') CAIRN_FAIL(CAIRN_EINPUT, "%s: a shape that is not a tuple of integers", path);
     }
     if (a->ndim == 0) CAIRN_FAIL(CAIRN_EINPUT, "%s: a 0-d array has no rows to import", path);
-    int64_t n = a->item;
-    for (int i = 0; i < a->ndim; i++)
+    int64_t n = 8; /* bytes, at the widest dtype kept: what memory the rows take, too */
+    for (int i = 0; i < a->ndim; i++) {
+        if (i > 0 && a->shape[i] == 0) CAIRN_FAIL(CAIRN_EINPUT, "%s: a dimension of 0 after axis 0", path);
         if (a->shape[i] && n > INT64_MAX / a->shape[i]) CAIRN_FAIL(CAIRN_EINPUT, "%s: a shape too large", path);
-        else n *= a->shape[i];
-    if (a->data + n > a->usize)
+        n *= a->shape[i];
+    }
+    n = n / 8 * a->item;
+    if (n > a->usize - a->data)
         CAIRN_FAIL(CAIRN_EINPUT, "%s: %lld bytes of data, but its shape needs %lld (truncated?)", path,
                    (long long)(a->usize - a->data), (long long)n);
 cleanup:
@@ -256,6 +260,7 @@ static int zip_member(int fd, const char *path, int64_t size, int64_t *at, struc
     CAIRN_CHECK(fsx_pread(fd, name, nl, *at + 46, path));
     CAIRN_CHECK(fsx_pread(fd, x, xl, *at + 46 + (int64_t)nl, path));
     name[nl] = 0;
+    if (strlen(name) != nl) CAIRN_FAIL(CAIRN_EINPUT, "%s: a zip member's name holds a NUL byte", path);
     zip64_extra(x, xl, (int64_t *[3]){&usize, &csize, &off});
     *at += 46 + (int64_t)(nl + xl + cl);
     if (le(h + 8, 2) & 1) CAIRN_FAIL(CAIRN_EINPUT, "%s: member %s is encrypted", path, name);
@@ -268,7 +273,8 @@ static int zip_member(int fd, const char *path, int64_t size, int64_t *at, struc
     if (le(l, 4) != 0x04034b50) CAIRN_FAIL(CAIRN_EINPUT, "%s: member %s has no local header", path, name);
     a->at = off + 30 + (int64_t)(le(l + 26, 2) + le(l + 28, 2));
     a->deflated = method == 8, a->csize = csize, a->usize = usize;
-    if (csize < 0 || a->at > size - csize || (method == 0 && csize != usize) || usize < 0)
+    if (csize < 0 || a->at > size - csize || (method == 0 && csize != usize) || usize < 0 ||
+        (method == 8 && usize / 1032 > csize + 1)) /* deflate expands 1032 times at most */
         CAIRN_FAIL(CAIRN_EINPUT, "%s: member %s's sizes do not fit the file", path, name);
     snprintf(a->name, sizeof a->name, "%.*s", (int)(nl - 4), name);
 cleanup:
@@ -348,6 +354,25 @@ static int plan_check(const struct import_spec *spec, const struct arr *a, int n
                            dtype_name(out_type(&a[i])), a[i].ndim, spec->inputs[a[j].file]);
             break;
         }
+    /* every dataset of the same rows (a data file's features, labels and
+     * ids are row by row), and some */
+    int64_t first = -1;
+    for (int i = 0; i < n; i++) {
+        int64_t N = 0;
+        bool seen = false;
+        for (int j = 0; j < i; j++) seen = seen || strcmp(a[i].name, a[j].name) == 0;
+        if (seen) continue;
+        for (int j = i; j < n; j++)
+            if (strcmp(a[i].name, a[j].name) == 0) {
+                if (a[j].shape[0] > INT64_MAX / 2 - N) CAIRN_FAIL(CAIRN_EINPUT, "array '%s': too many rows", a[i].name);
+                N += a[j].shape[0];
+            }
+        if (first < 0) first = N;
+        if (N != first)
+            CAIRN_FAIL(CAIRN_EINPUT, "array '%s' has %lld rows, array '%s' %lld (a data file's datasets go row by row)",
+                       a[i].name, (long long)N, a[0].name, (long long)first);
+    }
+    if (first == 0) CAIRN_FAIL(CAIRN_EINPUT, "%s", "the arrays have no rows");
 cleanup:
     return rc;
 }
@@ -485,9 +510,11 @@ static int read_dataset(MPI_Comm comm, const struct import_spec *spec, const str
     void *col = NULL;
     MPI_Comm_rank(comm, &me);
     MPI_Comm_size(comm, &size);
+    bool fortran = false;
     for (int i = first; i < n; i++)
-        if (strcmp(a[i].name, a[first].name) == 0) N += a[i].shape[0], col_max = a[i].fortran ? N : col_max;
+        if (strcmp(a[i].name, a[first].name) == 0) N += a[i].shape[0], fortran = fortran || a[i].fortran;
     block_range(N, size, me, &lo, &hi);
+    col_max = fortran ? hi - lo : 0; /* the elements of one column of this rank's rows */
     *d = (struct rows_out){a[first].name, t, {a[first].ndim, {N}}, lo, hi - lo, NULL};
     for (int k = 1; k < a[first].ndim; k++) d->s.d[k] = a[first].shape[k];
     void *out = malloc((size_t)((hi - lo) * cols + 1) * dtype_size(t));

@@ -9,19 +9,27 @@
 
 #include <stddef.h>
 
-/* The first bad records, in input order, and how many there were: each
- * rank keeps its own, and an ordered reduction joins them. */
+/* The first bad records, in input order, how many there were, and the
+ * first problem that ended a rank's parsing (a record that cannot be
+ * skipped, a read error): each rank keeps its own, and an ordered
+ * reduction joins them, so the import reports the first problem in the
+ * input, whatever the number of ranks. */
 struct import_bad {
     int64_t count;
-    int32_t n;
+    int32_t n, fatal; /* fatal: 0, or the error code that ended this part */
     char msg[IMPORT_MAX_SHOWN][240];
+    char fatal_msg[240];
 };
 /* Note one more bad record (its "FILE:LINE:COLUMN: ..." message). */
 void import_bad_add(struct import_bad *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Collective on comm: every rank's lists joined in rank order into *all. */
+/* Note what ended this rank's parsing: code, and the current message. */
+void import_bad_fatal(struct import_bad *b, int code);
+/* Collective on comm: every rank's lists joined in rank order into *all
+ * (a part that ended fatally hides those after it). */
 int import_bad_join(MPI_Comm comm, const struct import_bad *mine, struct import_bad *all);
-/* After the join: CAIRN_EINPUT with the first message if more than
- * skip_bad records were bad, else 0 (the same on every rank). */
+/* After the join, the same on every rank: CAIRN_EINPUT with the first
+ * message if more than skip_bad records were bad before the end, else the
+ * fatal error, else 0. */
 int import_bad_verdict(const struct import_bad *all, int64_t skip_bad);
 
 /* Progress lines on rank 0 (stderr): bytes done of total, the rate and

@@ -22,6 +22,7 @@
 #include "cairn/partition.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <float.h>
 #include <math.h>
@@ -113,7 +114,7 @@ static int col_assign(struct layout *L, int c, void *arg)
 {
     const struct assign *a = arg;
     char nm[96];
-    if (L->col[c].kind != C_SKIP && !(a->kind == C_FEATURE && L->col[c].kind == C_FEATURE))
+    if (L->col[c].kind != C_SKIP) /* twice in one list, or in two */
         return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "%s: column %s is already used", a->opt,
                              col_name(L, c, nm, sizeof nm));
     struct col *x = &L->col[c];
@@ -130,6 +131,10 @@ static int col_assign(struct layout *L, int c, void *arg)
 static int col_mark_skip(struct layout *L, int c, void *arg)
 {
     (void)arg;
+    char nm[96];
+    if (L->col[c].kind != C_SKIP && L->col[c].kind != 0xff)
+        return cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "--skip: column %s is used (--label, --target, --ids "
+                             "or --hash)", col_name(L, c, nm, sizeof nm));
     L->col[c].kind = 0xff; /* left out of the default features; reset below */
     return 0;
 }
@@ -175,12 +180,15 @@ struct field {
     bool escaped;  /* quoted, with "" inside */
 };
 enum { T_OK, T_MORE, T_BAD };
+static const char too_many[] = "more fields than the columns";
 struct tok {
     size_t end;   /* the record's bytes (its newline included) */
     int lines;    /* the newlines in them */
     int nf;
     int bad_line; /* where a T_BAD is, and what */
     int64_t bad_col;
+    int end_line; /* where the record's last line ends */
+    int64_t end_col;
     const char *why;
 };
 
@@ -228,7 +236,7 @@ static int tokenize(const char *p, size_t len, bool eof, char delim, int max, st
     for (;;) {
         struct field *x = &f[t->nf];
         if (t->nf == max) {
-            t->why = "more fields than the columns";
+            t->why = too_many;
             goto bad;
         }
         *x = (struct field){.line = lines, .col = (int64_t)(i - line0) + 1};
@@ -252,6 +260,7 @@ static int tokenize(const char *p, size_t len, bool eof, char delim, int max, st
             x->n = i - s;
         }
         if (i == len && !eof) return T_MORE;
+        t->end_line = lines, t->end_col = (int64_t)(i - line0) + 1;
         if (i == len) { /* the file's last record, without its newline */
             t->end = len, t->lines = lines;
             return T_OK;
@@ -361,8 +370,8 @@ static const char *value(struct ctx *c, int k, const struct field *x, int64_t r,
             if (e != NUM_OK) import_quote(q, sizeof q, x->s, x->n);
             if (e == NUM_SYNTAX) return snprintf(why, size, "'%s' is not a number", q), why;
             if (e == NUM_RANGE) return snprintf(why, size, "%s is out of range", q), why;
-            if (spec->log1p && cl->kind == C_FEATURE) v = log1p(v > 0 ? v : 0);
         }
+        if (spec->log1p && cl->kind == C_FEATURE) v = log1p(v > 0 ? v : 0); /* the fill value too */
         float f = (float)v;
         if (!isfinite(f)) {
             import_quote(q, sizeof q, x->s, x->n);
@@ -415,10 +424,9 @@ static bool record_row(struct ctx *c, const struct tok *t, const char *file, int
 {
     const struct layout *L = c->L;
     char why[160], nm[96];
-    if (t->nf < L->n) {
-        const struct field *x = &c->f[t->nf - 1];
-        import_bad_add(&c->bad, "%s:%lld:%lld: %d fields, expected %d", file, (long long)(line + x->line),
-                       (long long)(x->col + (int64_t)x->n), t->nf, L->n);
+    if (t->nf < L->n) { /* named where the record ends */
+        import_bad_add(&c->bad, "%s:%lld:%lld: %d fields, expected %d", file, (long long)(line + t->end_line),
+                       (long long)t->end_col, t->nf, L->n);
         return false;
     }
     for (int k = 0; k < L->n; k++) {
@@ -540,8 +548,9 @@ struct piece {
 };
 
 /* Tokenize the record at s, reading on as needed; a bad record gets its
- * end by the quote rule. */
-static int next_record(struct ctx *c, struct rbuf *rb, int64_t s, int64_t line, struct tok *t, int *how)
+ * end by the quote rule.  *how: T_OK, T_BAD, or T_MORE for a record longer
+ * than MAX_RECORD. */
+static int next_record(struct ctx *c, struct rbuf *rb, int64_t s, struct tok *t, int *how)
 {
     int rc = 0;
     size_t want = 1 << 16;
@@ -558,36 +567,77 @@ static int next_record(struct ctx *c, struct rbuf *rb, int64_t s, int64_t line, 
                 return 0;
             }
         } else if (*how == T_OK) return 0;
-        if (len >= MAX_RECORD)
-            CAIRN_FAIL(CAIRN_EINPUT, "%s:%lld: a record of more than %d MiB (a quote without its pair?)", rb->path,
-                       (long long)line, MAX_RECORD >> 20);
+        if (len >= MAX_RECORD) return 0; /* *how is T_MORE */
         want = len * 2 > MAX_RECORD ? MAX_RECORD : len * 2;
     }
 cleanup:
     return rc;
 }
 
-/* The records that start in the piece into c->rows. */
-static int parse_piece(struct ctx *c, struct rbuf *rb, const struct piece *pc, struct import_progress *pg,
-                       int64_t *done)
+/* A record that cannot be skipped: noted as bad, and it ends the parse. */
+static void unskippable(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void unskippable(struct ctx *c, const char *fmt, ...)
+{
+    char m[240];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m, sizeof m, fmt, ap);
+    va_end(ap);
+    import_bad_add(&c->bad, "%s", m);
+    cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "%s", m);
+    import_bad_fatal(&c->bad, CAIRN_EINPUT);
+}
+
+/* The newlines in [a, b) of the file. */
+static int count_lines(struct rbuf *rb, int64_t a, int64_t b, int64_t *lines)
+{
+    int rc = 0;
+    for (int64_t at = a; at < b;) {
+        size_t n = (size_t)(b - at > CHUNK ? CHUNK : b - at), last;
+        CAIRN_CHECK(rb_need(rb, at, n));
+        *lines += newlines(rb->p + (at - rb->off), n, &last);
+        at += (int64_t)n;
+    }
+cleanup:
+    return rc;
+}
+
+/* The records that start in the piece into c->rows, from data (the
+ * file's first byte after a BOM and the header) on. */
+static int parse_piece(struct ctx *c, struct rbuf *rb, const struct piece *pc, int64_t data,
+                       struct import_progress *pg, int64_t *done)
 {
     int rc = 0, how;
-    int64_t s, line = pc->lines + 1, skip_to = 0;
+    int64_t s, line = pc->lines + 1;
     CAIRN_CHECK(first_start(rb, pc->a, pc->b, (int)(pc->quotes & 1), &s, &line));
-    if (s == 0 && c->spec->header) skip_to = 1; /* the header: rank 0 checked it */
+    if (s < data && data < pc->b) { /* the header (rank 0 checked it) is a record start's end */
+        CAIRN_CHECK(count_lines(rb, s, data, &line));
+        s = data;
+    }
     *done += s - pc->a;
-    while (s < pc->b && s < rb->size) {
+    while (s < pc->b && s < rb->size && s >= data) {
         struct tok t = {0};
         CAIRN_CHECK(rows_room(&c->rows, c->L, c->spec->n_ids));
-        CAIRN_CHECK(next_record(c, rb, s, line, &t, &how));
-        bool blank = how == T_OK && t.nf == 1 && c->f[0].n == 0 && t.end <= 2 &&
-                     rb->p[s - rb->off] != '"';
-        if (skip_to || blank) skip_to = 0;
-        else if (how == T_BAD)
+        CAIRN_CHECK(next_record(c, rb, s, &t, &how));
+        const char *p = rb->p + (s - rb->off);
+        if (how == T_MORE) {
+            unskippable(c, "%s:%lld: a record of more than %d MiB (a quote without its pair?)", rb->path,
+                        (long long)line, MAX_RECORD >> 20);
+            break;
+        }
+        if (how == T_BAD && t.lines > 1) {
+            unskippable(c, "%s:%lld:%lld: %s; by the quotes its record runs on to line %lld, so it cannot be "
+                        "skipped", rb->path, (long long)(line + t.bad_line), (long long)t.bad_col, t.why,
+                        (long long)(line + t.lines - 1));
+            break;
+        }
+        bool blank = (t.end == 1 && p[0] == '\n') || (t.end == 2 && p[0] == '\r' && p[1] == '\n');
+        if (blank) {
+        } else if (how == T_BAD)
             import_bad_add(&c->bad, "%s:%lld:%lld: %s", rb->path, (long long)(line + t.bad_line),
                            (long long)t.bad_col, t.why);
         else record_row(c, &t, rb->path, line);
-        if (c->bad.count && c->spec->skip_bad == 0) break; /* the first bad record ends it */
+        if (c->bad.count > c->spec->skip_bad) break; /* the import fails: no need to read on */
         s += (int64_t)t.end;
         line += t.lines;
         *done += (int64_t)t.end * 3 / 4;
@@ -614,8 +664,18 @@ static bool utf8_valid(const unsigned char *s, size_t n)
     return true;
 }
 
-/* The first record of file i: *rec (len bytes, the caller frees). */
-static int first_record(const struct import_spec *spec, int i, int64_t size, struct field *f, char **rec, size_t *len)
+/* A UTF-8 byte order mark's length at the start of file (0 or 3). */
+static int bom(struct rbuf *rb)
+{
+    if (rb->size < 3 || rb_need(rb, 0, 3) != 0) return 0;
+    return memcmp(rb->p, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+}
+
+/* File i's first record that is not blank, after a BOM: *rec (len bytes,
+ * the caller frees; NULL if there is none), where it ends (*end) and on
+ * which line it starts (*line). */
+static int first_record(const struct import_spec *spec, int i, int64_t size, struct field *f, char **rec, size_t *len,
+                        int64_t *end, int64_t *line)
 {
     int rc = 0, how;
     struct rbuf rb = {.fd = -1, .path = spec->inputs[i], .size = size};
@@ -623,45 +683,75 @@ static int first_record(const struct import_spec *spec, int i, int64_t size, str
     struct tok t = {0};
     rb.fd = open(rb.path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     CAIRN_CHECK_ERRNO(rb.fd >= 0, CAIRN_EINPUT, "cannot open %s", rb.path);
-    CAIRN_CHECK(next_record(&c, &rb, 0, 1, &t, &how));
-    if (how == T_BAD)
-        CAIRN_FAIL(CAIRN_EINPUT, "%s:%d:%lld: %s", rb.path, 1 + t.bad_line, (long long)t.bad_col, t.why);
-    *rec = malloc(t.end + 1);
-    CAIRN_CHECK_ALLOC(*rec);
-    memcpy(*rec, rb.p, t.end);
-    *len = t.end;
+    *rec = NULL, *line = 1;
+    for (int64_t s = bom(&rb); s < size; s += (int64_t)t.end, *line += t.lines) {
+        CAIRN_CHECK(next_record(&c, &rb, s, &t, &how));
+        const char *p = rb.p + (s - rb.off);
+        if (how == T_MORE)
+            CAIRN_FAIL(CAIRN_EINPUT, "%s:%lld: a record of more than %d MiB (a quote without its pair?)", rb.path,
+                       (long long)*line, MAX_RECORD >> 20);
+        if (how == T_BAD && t.why == too_many)
+            CAIRN_FAIL(CAIRN_EINPUT, "%s:%lld: more than %d columns", rb.path, (long long)*line, IMPORT_MAX_COLUMNS);
+        if (how == T_BAD)
+            CAIRN_FAIL(CAIRN_EINPUT, "%s:%lld:%lld: %s", rb.path, (long long)(*line + t.bad_line), (long long)t.bad_col,
+                       t.why);
+        if ((t.end == 1 && p[0] == '\n') || (t.end == 2 && p[0] == '\r' && p[1] == '\n')) continue; /* blank */
+        *rec = malloc(t.end + 1);
+        CAIRN_CHECK_ALLOC(*rec);
+        memcpy(*rec, p, t.end);
+        *len = t.end, *end = s + (int64_t)t.end;
+        break;
+    }
 cleanup:
     if (rb.fd >= 0) close(rb.fd);
     free(rb.p);
     return rc;
 }
 
-/* Rank 0: the inputs' sizes, and the first record of the first (the
- * header, which every other file must repeat byte for byte). */
-static int probe(const struct import_spec *spec, int64_t *sizes, char **head, size_t *head_len)
+/* File i's first byte after a BOM (a file without a header). */
+static int data_start(const char *path, int64_t size, int64_t *data)
+{
+    struct rbuf rb = {.fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC), .path = path, .size = size};
+    if (rb.fd < 0) return cairn_err_errno(CAIRN_EINPUT, __FILE__, __LINE__, "cannot open %s", path);
+    *data = bom(&rb);
+    close(rb.fd);
+    free(rb.p);
+    return 0;
+}
+
+/* Rank 0: the inputs' sizes, where each one's data start (after a BOM and
+ * the header), and the first record of the first (the header, which every
+ * other file must repeat, or the record that counts the columns). */
+static int probe(const struct import_spec *spec, int64_t *sizes, int64_t *data, char **head, size_t *head_len,
+                 int64_t *head_line)
 {
     int rc = 0;
     char *other = NULL;
     size_t olen;
+    int64_t oline;
     struct field *f = malloc((IMPORT_MAX_COLUMNS + 1) * sizeof *f);
     CAIRN_CHECK_ALLOC(f);
     CAIRN_CHECK(data_sizes(spec->inputs, spec->n_inputs, sizes));
     for (int i = 0; i < spec->n_inputs; i++) {
-        if (sizes[i] == 0 && spec->header) CAIRN_FAIL(CAIRN_EINPUT, "%s: empty (no header line)", spec->inputs[i]);
-        if (sizes[i] == 0) continue;
-        if (!*head) {
-            CAIRN_CHECK(first_record(spec, i, sizes[i], f, head, head_len));
-            if (!spec->header) break;
+        data[i] = 0;
+        if (!spec->header && (*head || spec->names)) { /* the columns are known */
+            CAIRN_CHECK(data_start(spec->inputs[i], sizes[i], &data[i]));
             continue;
         }
-        CAIRN_CHECK(first_record(spec, i, sizes[i], f, &other, &olen));
-        if (olen != *head_len || memcmp(other, *head, olen) != 0)
-            CAIRN_FAIL(CAIRN_EINPUT, "%s:1: a header other than %s's (the files are joined by column)", spec->inputs[i],
-                       spec->inputs[0]);
+        CAIRN_CHECK(first_record(spec, i, sizes[i], f, *head ? &other : head, *head ? &olen : head_len, &data[i],
+                                 *head ? &oline : head_line));
+        if (!spec->header) { /* it counts the columns, and is data */
+            CAIRN_CHECK(data_start(spec->inputs[i], sizes[i], &data[i]));
+            continue;
+        }
+        if (!*head || (!other && i > 0)) CAIRN_FAIL(CAIRN_EINPUT, "%s: no header line (the file is empty or blank)", spec->inputs[i]);
+        if (other && (olen != *head_len || memcmp(other, *head, olen) != 0))
+            CAIRN_FAIL(CAIRN_EINPUT, "%s:%lld: a header other than %s's (the files are joined by column)",
+                       spec->inputs[i], (long long)oline, spec->inputs[0]);
         free(other);
         other = NULL;
     }
-    if (!*head) CAIRN_FAIL(CAIRN_EINPUT, "%s", "the inputs are empty");
+    if (!*head && !spec->names) CAIRN_FAIL(CAIRN_EINPUT, "%s", "the inputs hold no record");
 cleanup:
     free(other);
     free(f);
@@ -670,7 +760,8 @@ cleanup:
 
 /* The columns: their number and names, from the header (head) or from
  * --columns, else the first record's count. */
-static int layout_names(struct layout *L, const struct import_spec *spec, const char *head, size_t len)
+static int layout_names(struct layout *L, const struct import_spec *spec, const char *head, size_t len,
+                        int64_t line)
 {
     int rc = 0;
     struct tok t = {0};
@@ -698,8 +789,8 @@ static int layout_names(struct layout *L, const struct import_spec *spec, const 
     CAIRN_CHECK_ALLOC(L->name);
     for (int c = 0; c < L->n; c++) {
         if (!utf8_valid((const unsigned char *)f[c].s, f[c].n))
-            CAIRN_FAIL(CAIRN_EINPUT, "%s:%d:%lld: column %d's name is not UTF-8", spec->inputs[0], 1 + f[c].line,
-                       (long long)f[c].col, c + 1);
+            CAIRN_FAIL(CAIRN_EINPUT, "%s:%lld:%lld: column %d's name is not UTF-8", spec->inputs[0],
+                       (long long)(line + f[c].line), (long long)f[c].col, c + 1);
         L->name[c] = malloc(f[c].n + 1);
         CAIRN_CHECK_ALLOC(L->name[c]);
         size_t n = 0;
@@ -782,57 +873,68 @@ static int pieces_of(MPI_Comm comm, const int64_t *sizes, int n_files, struct pi
 
 /* ---- the import -------------------------------------------------------------- */
 
-/* Rank 0 finds the header; every rank learns it and the sizes. */
-static int share_header(MPI_Comm comm, const struct import_spec *spec, int64_t *sizes, struct layout *L)
+/* Rank 0 finds the header; every rank learns it, the sizes and where each
+ * file's data start. */
+static int share_header(MPI_Comm comm, const struct import_spec *spec, int64_t *sizes, int64_t *data,
+                        struct layout *L)
 {
     int rc = 0, me = 0;
     char *head = NULL;
     size_t len = 0;
-    uint64_t n;
+    int64_t at[2] = {0, 1}; /* the header's bytes and line */
     MPI_Comm_rank(comm, &me);
-    if (me == 0) rc = spec->header || !spec->names ? probe(spec, sizes, &head, &len)
-                                                   : data_sizes(spec->inputs, spec->n_inputs, sizes);
+    if (me == 0) rc = probe(spec, sizes, data, &head, &len, &at[1]);
     CAIRN_CHECK(coll_agree(comm, rc));
-    n = len;
+    at[0] = (int64_t)len;
     CAIRN_CHECK_MPI(MPI_Bcast(sizes, spec->n_inputs, MPI_INT64_T, 0, comm));
-    CAIRN_CHECK_MPI(MPI_Bcast(&n, 1, MPI_UINT64_T, 0, comm));
-    if (!head) head = malloc(n + 1);
+    CAIRN_CHECK_MPI(MPI_Bcast(data, spec->n_inputs, MPI_INT64_T, 0, comm));
+    CAIRN_CHECK_MPI(MPI_Bcast(at, 2, MPI_INT64_T, 0, comm));
+    if (!head) head = malloc((size_t)at[0] + 1);
     CAIRN_CHECK(coll_agree(comm, head ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory")));
-    CAIRN_CHECK_MPI(MPI_Bcast(head, (int)n, MPI_BYTE, 0, comm)); /* at most MAX_RECORD */
-    CAIRN_CHECK(layout_names(L, spec, head, n));
-    CAIRN_CHECK(layout_resolve(L, spec));
+    CAIRN_CHECK_MPI(MPI_Bcast(head, (int)at[0], MPI_BYTE, 0, comm)); /* at most MAX_RECORD */
+    rc = layout_names(L, spec, head, (size_t)at[0], at[1]);
+    if (rc == 0) rc = layout_resolve(L, spec);
+    rc = coll_agree(comm, rc); /* the same on every rank, but for memory */
 cleanup:
     free(head);
     return rc;
 }
 
-/* This rank's rows: count its pieces, scan, parse. */
-static int parse_mine(MPI_Comm comm, struct ctx *c, const int64_t *sizes, int64_t *total)
+static int open_piece(struct rbuf *rb, const struct import_spec *spec, const int64_t *sizes, const struct piece *pc)
+{
+    rb->path = spec->inputs[pc->file], rb->size = sizes[pc->file], rb->off = 0, rb->len = 0;
+    rb->fd = open(rb->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    return rb->fd >= 0 ? 0 : cairn_err_errno(CAIRN_EINPUT, __FILE__, __LINE__, "cannot open %s", rb->path);
+}
+
+/* This rank's rows: count its pieces, scan, parse.  A failure while
+ * parsing ends this rank's part in c->bad (the join orders it); one
+ * before is agreed here. */
+static int parse_mine(MPI_Comm comm, struct ctx *c, const int64_t *sizes, const int64_t *data, int64_t *total)
 {
     int rc = 0, np = 0;
     struct piece *pc = NULL;
     struct rbuf rb = {.fd = -1};
     struct import_progress pg;
     int64_t done = 0;
-    CAIRN_CHECK(pieces_of(comm, sizes, c->spec->n_inputs, &pc, &np, total));
+    rc = pieces_of(comm, sizes, c->spec->n_inputs, &pc, &np, total);
     import_progress_init(&pg, comm, c->spec->progress, *total);
     for (int i = 0; rc == 0 && i < np; i++) {
-        rb.fd = open(c->spec->inputs[pc[i].file], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-        rb.path = c->spec->inputs[pc[i].file], rb.size = sizes[pc[i].file], rb.off = rb.len = 0;
-        rc = rb.fd >= 0 ? count_range(&rb, pc[i].a, pc[i].b, &pc[i].qin, &pc[i].lin, &pg, &done)
-                        : cairn_err_errno(CAIRN_EINPUT, __FILE__, __LINE__, "cannot open %s", rb.path);
+        rc = open_piece(&rb, c->spec, sizes, &pc[i]);
+        if (rc == 0) rc = count_range(&rb, pc[i].a, pc[i].b, &pc[i].qin, &pc[i].lin, &pg, &done);
         if (rb.fd >= 0) close(rb.fd);
+        rb.fd = -1;
     }
     CAIRN_CHECK(coll_agree(comm, rc));
-    CAIRN_CHECK(seg_scan(comm, pc, np));
-    for (int i = 0; rc == 0 && i < np; i++) {
-        if (i > 0 && c->bad.count && c->spec->skip_bad == 0) break;
-        rb.fd = open(c->spec->inputs[pc[i].file], O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-        rb.path = c->spec->inputs[pc[i].file], rb.size = sizes[pc[i].file], rb.off = rb.len = 0;
-        rc = rb.fd >= 0 ? parse_piece(c, &rb, &pc[i], &pg, &done)
-                        : cairn_err_errno(CAIRN_EINPUT, __FILE__, __LINE__, "cannot open %s", rb.path);
+    CAIRN_CHECK(coll_agree(comm, seg_scan(comm, pc, np)));
+    for (int i = 0; rc == 0 && i < np && c->bad.count <= c->spec->skip_bad && !c->bad.fatal; i++) {
+        rc = open_piece(&rb, c->spec, sizes, &pc[i]);
+        if (rc == 0) rc = parse_piece(c, &rb, &pc[i], data[pc[i].file], &pg, &done);
         if (rb.fd >= 0) close(rb.fd);
+        rb.fd = -1;
     }
+    if (rc) import_bad_fatal(&c->bad, rc);
+    rc = 0;
 cleanup:
     free(rb.p);
     free(pc);
@@ -845,18 +947,19 @@ int import_text(MPI_Comm comm, const struct import_spec *spec, struct import_res
     struct layout L = {0};
     struct ctx c = {.spec = spec, .L = &L};
     struct import_bad all = {0};
-    int64_t *sizes = calloc((size_t)spec->n_inputs, sizeof *sizes), lo = 0, n = 0, total = 0;
+    int64_t *sizes = calloc((size_t)spec->n_inputs * 2, sizeof *sizes), *data = sizes + spec->n_inputs;
+    int64_t lo = 0, n = 0, total = 0;
     struct rows_out d[2 + IMPORT_MAX_IDS];
     rc = sizes ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
     CAIRN_CHECK(coll_agree(comm, rc));
-    CAIRN_CHECK(share_header(comm, spec, sizes, &L));
+    CAIRN_CHECK(share_header(comm, spec, sizes, data, &L));
     c.f = malloc(((size_t)L.n + 1) * sizeof *c.f);
     bool hashed = false;
     for (int i = 0; i < spec->n_ids; i++) hashed = hashed || spec->ids[i].rows;
     c.unq = hashed ? malloc(MAX_RECORD) : NULL;
     rc = c.f && (c.unq || !hashed) ? 0 : cairn_err_set(CAIRN_ENOMEM, __FILE__, __LINE__, "out of memory");
-    if (rc == 0) rc = parse_mine(comm, &c, sizes, &total);
     CAIRN_CHECK(coll_agree(comm, rc));
+    CAIRN_CHECK(parse_mine(comm, &c, sizes, data, &total));
     CAIRN_CHECK(import_bad_join(comm, &c.bad, &all));
     CAIRN_CHECK(import_bad_verdict(&all, spec->skip_bad));
     CAIRN_CHECK_MPI(MPI_Exscan(&c.rows.n, &lo, 1, MPI_INT64_T, MPI_SUM, comm));
@@ -864,7 +967,8 @@ int import_text(MPI_Comm comm, const struct import_spec *spec, struct import_res
     int me = 0;
     MPI_Comm_rank(comm, &me);
     if (me == 0) lo = 0;
-    if (n == 0) CAIRN_FAIL(CAIRN_EINPUT, "%s: no records (only a header, blank lines or skipped records)", spec->inputs[0]);
+    if (n == 0 && all.count) CAIRN_FAIL(CAIRN_EINPUT, "no records left: all %lld were bad, the first %s", (long long)all.count, all.msg[0]);
+    if (n == 0) CAIRN_FAIL(CAIRN_EINPUT, "%s: no records (only a header or blank lines)", spec->inputs[0]);
     d[nd++] = (struct rows_out){"features", DT_F32, {2, {n, L.features}}, lo, c.rows.n, c.rows.x};
     if (L.targets) d[nd++] = (struct rows_out){"labels", DT_F32, {2, {n, L.targets}}, lo, c.rows.n, c.rows.t};
     else if (L.labels) d[nd++] = (struct rows_out){"labels", DT_I32, {1, {n}}, lo, c.rows.n, c.rows.y};
