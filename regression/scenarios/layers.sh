@@ -9,7 +9,7 @@ layers="base embed job ckpt runtime train app"
 declare -A of=(
     [arena]=base [checksum]=base [clock]=base [clones]=base [coll]=base [diag]=base [error]=base [fault]=base [sort]=base
     [fsx]=base [h5util]=base [partition]=base [preempt]=base [rng]=base [runlog]=base
-    [slurm]=base [strbuf]=base [tensor]=base [version]=base [watchdog]=base
+    [slurm]=base [strbuf]=base [tensor]=base [version]=base [watchdog]=base [numtext]=base
     [iodefer]=base [liveness]=base [reader]=base [cmdline]=base
     [analyze]=job [cfg]=job [config]=job [ext]=job [job]=job [op]=job [plan]=job [placement]=job [print]=job
     [ckpt_file]=ckpt [ckpt_index]=ckpt [ckpt_local]=ckpt [ckpt_tier]=ckpt
@@ -17,7 +17,7 @@ declare -A of=(
     [runtime]=runtime [workspace]=runtime [guard]=runtime [progress]=runtime [blas_kernel]=runtime
     [embed_ids]=embed [optim]=embed [sparse_rows]=embed [embed_bag]=embed
     [infer]=train [lm]=train [model]=train [nn]=train [scalapack]=train [train]=train [train_spec]=train [trainplan]=train
-    [cli]=app [datagen]=app
+    [cli]=app [datagen]=app [dataimport]=app
 )
 rank() { local i=0 l; for l in $layers; do [ "$l" = "$1" ] && echo $i && return; i=$((i + 1)); done; echo 99; }
 bad=0
