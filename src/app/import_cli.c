@@ -159,13 +159,18 @@ static int run(struct import_spec *s, const char *format, int argc, char **argv)
     if (slurm_launch_check()) return CAIRN_EXIT_INPUT;
     cmd_mpi_init(&argc, &argv, &threads);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    int ranks = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks);
+    double t0 = MPI_Wtime();
     int rc = strcmp(format, "npy") == 0 ? import_numpy(MPI_COMM_WORLD, s, &r) : import_text(MPI_COMM_WORLD, s, &r);
+    double dt = MPI_Wtime() - t0;
     if (rc && me == 0) fprintf(stderr, "cairn: data import: %s\n", cairn_errmsg());
     if (rc == 0 && me == 0) {
         printf("%s: %lld rows from %d %s file%s (%.1f MB)", s->out, (long long)r.rows, s->n_inputs, format,
                s->n_inputs == 1 ? "" : "s", (double)r.bytes / 1e6);
         if (r.skipped) printf("; %lld bad records skipped", (long long)r.skipped);
-        printf("\n");
+        printf(" in %.2f s (%.1f MB/s on %d rank%s)\n", dt, (double)r.bytes / 1e6 / (dt > 0 ? dt : 1e-9), ranks,
+               ranks == 1 ? "" : "s");
     }
     MPI_Finalize();
     return cairn_exit_code(rc);

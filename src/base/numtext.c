@@ -14,58 +14,45 @@ static void trim(const char **s, size_t *n)
 }
 
 static bool digit(char c) { return c >= '0' && c <= '9'; }
-
 /* Powers of ten a double holds exactly. */
 static const double exact10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                    1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
 int num_f64(const char *s, size_t n, double *v)
 {
-    trim(&s, &n);
-    size_t i = 0, digits = 0, sig = 0;
+    if (n && (s[0] == ' ' || s[0] == '\t' || s[n - 1] == ' ' || s[n - 1] == '\t')) trim(&s, &n);
+    const char *p = s, *e = s + n;
     bool neg = false;
-    uint64_t w = 0; /* the first 19 significant digits */
-    int64_t e10 = 0; /* w * 10^e10, while every digit fits in w */
-    if (i < n && (s[i] == '+' || s[i] == '-')) neg = s[i++] == '-';
-    for (; i < n && digit(s[i]); i++, digits++) {
-        if (w == 0 && s[i] == '0') continue; /* leading zeros are not significant */
-        if (sig++ < 19) w = w * 10 + (uint64_t)(s[i] - '0');
-        else e10++;
+    uint64_t w = 0; /* the digits as one integer: exact while there are 19 at most */
+    if (p < e && (*p == '+' || *p == '-')) neg = *p++ == '-';
+    const char *d = p;
+    for (; p < e && (unsigned)(*p - '0') <= 9; p++) w = w * 10 + (unsigned)(*p - '0');
+    size_t digits = (size_t)(p - d), frac = 0;
+    if (p < e && *p == '.') {
+        d = ++p;
+        for (; p < e && (unsigned)(*p - '0') <= 9; p++) w = w * 10 + (unsigned)(*p - '0');
+        frac = (size_t)(p - d);
+        digits += frac;
     }
-    if (i < n && s[i] == '.')
-        for (i++; i < n && digit(s[i]); i++, digits++) {
-            if (w == 0 && s[i] == '0') {
-                e10--;
-                continue;
-            }
-            if (sig++ < 19) {
-                w = w * 10 + (uint64_t)(s[i] - '0');
-                e10--;
-            }
-        }
     if (digits == 0) return NUM_SYNTAX;
-    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    int64_t e10 = -(int64_t)frac;
+    if (p < e && (*p == 'e' || *p == 'E')) {
         bool eneg = false;
         int64_t x = 0;
-        size_t at = ++i;
-        if (i < n && (s[i] == '+' || s[i] == '-')) eneg = s[i++] == '-';
-        if (i == n || !digit(s[i])) return NUM_SYNTAX;
-        (void)at;
-        for (; i < n && digit(s[i]); i++)
-            if (x < 100000000) x = x * 10 + (s[i] - '0'); /* far beyond any double's range */
+        p++;
+        if (p < e && (*p == '+' || *p == '-')) eneg = *p++ == '-';
+        if (p == e || (unsigned)(*p - '0') > 9) return NUM_SYNTAX;
+        for (; p < e && (unsigned)(*p - '0') <= 9; p++)
+            if (x < 100000000) x = x * 10 + (*p - '0'); /* far beyond any double's range */
         e10 += eneg ? -x : x;
     }
-    if (i != n) return NUM_SYNTAX;
+    if (p != e) return NUM_SYNTAX;
     /* Clinger's fast path: w and 10^|e10| both exact doubles, so one
      * IEEE operation rounds the exact value once, correctly. */
-    if (sig <= 19 && w <= (1ULL << 53) && e10 >= -22 && e10 <= 22) {
-        double d = (double)w;
-        d = e10 < 0 ? d / exact10[-e10] : d * exact10[e10];
-        *v = neg ? -d : d;
-        return NUM_OK;
-    }
-    if (w == 0) { /* zeros, with any exponent */
-        *v = neg ? -0.0 : 0.0;
+    if (digits <= 19 && w <= (1ULL << 53) && e10 >= -22 && e10 <= 22) {
+        double f = (double)w;
+        f = e10 < 0 ? f / exact10[-e10] : f * exact10[e10];
+        *v = neg ? -f : f;
         return NUM_OK;
     }
     char buf[512];
@@ -74,13 +61,11 @@ int num_f64(const char *s, size_t n, double *v)
         if (!heap) return NUM_RANGE;
         memcpy(heap, s, n);
         heap[n] = 0;
-        errno = 0;
         *v = strtod(heap, NULL);
         free(heap);
     } else {
         memcpy(buf, s, n);
         buf[n] = 0;
-        errno = 0;
         *v = strtod(buf, NULL);
     }
     return isinf(*v) ? NUM_RANGE : NUM_OK; /* underflow to zero or a subnormal is a value */
