@@ -168,9 +168,10 @@ static int run(struct import_spec *s, const char *format, int argc, char **argv)
     if (rc == 0 && me == 0) {
         printf("%s: %lld rows from %d %s file%s (%.1f MB)", s->out, (long long)r.rows, s->n_inputs, format,
                s->n_inputs == 1 ? "" : "s", (double)r.bytes / 1e6);
-        if (r.skipped) printf("; %lld bad records skipped", (long long)r.skipped);
-        printf(" in %.2f s (%.1f MB/s on %d rank%s)\n", dt, (double)r.bytes / 1e6 / (dt > 0 ? dt : 1e-9), ranks,
+        printf(" in %.2f s (%.1f MB/s on %d rank%s)", dt, (double)r.bytes / 1e6 / (dt > 0 ? dt : 1e-9), ranks,
                ranks == 1 ? "" : "s");
+        if (r.skipped) printf("; %lld bad records skipped", (long long)r.skipped);
+        printf("\n");
     }
     MPI_Finalize();
     return cairn_exit_code(rc);
