@@ -44,7 +44,8 @@ declare -A why=(
     [checksum_alg_missing]="attribute 'checksum_alg' is missing"
     [checksum_float]="/groups/main/total: attribute 'checksum' is not an integer"
 )
-for kind in "${!why[@]}"; do
+damaged2() { # KIND: verify and the loader on 2 ranks
+    local kind=$1 f
     cp -r ref "$kind"
     f=$kind/ckpt/ckpt-e000003.h5
     /usr/bin/python3 "$CAIRN_ROOT/regression/damage.py" "$kind" "$f" || fail "$kind/damaged" "damage.py failed"
@@ -56,7 +57,9 @@ for kind in "${!why[@]}"; do
     expect_grep "$kind/loader-says" "$kind-run.out" "warning: checkpoint .*ckpt-e000003.h5 \(epoch 3 step 0\) cannot be loaded: .*${why[$kind]}.*; marking it bad"
     expect_grep "$kind/fell-back" "$kind-run.out" "resuming after epoch 2 "
     expect_eq "$kind/result" "$(metric "$kind/metrics.jsonl" log result | awk '{print $NF}')" 145
-done
+}
+for kind in "${!why[@]}"; do side damaged2 "$kind"; done
+sides_done
 
 # sharded state one row longer than the job's, with a correct checksum
 mpi sref 3 run "$JOBS/sharded.cfg" --run-dir sref --set stop.max_epochs=3
@@ -173,7 +176,8 @@ expect_grep verify-job/says-why job-other.err "was written for other settings: s
 # parts disagree: one row of w changed, its checksum kept, in the part one
 # rank of a 2- or 3-rank split loads (the first, a middle, the last).
 mpi ref3 3 run "$JOBS/counter.cfg" --run-dir ref3 --set groups.0.ranks=3 --set stop.max_epochs=3
-for kind in "${!why[@]}"; do
+damaged3() { # KIND: the loader on 3 ranks
+    local kind=$1
     cp -r ref3 "$kind-3"
     /usr/bin/python3 "$CAIRN_ROOT/regression/damage.py" "$kind" "$kind-3/ckpt/ckpt-e000003.h5"
     mpi "$kind-3-run" 3 run "$JOBS/counter.cfg" --run-dir "$kind-3" --set groups.0.ranks=3
@@ -181,20 +185,21 @@ for kind in "${!why[@]}"; do
     expect_grep "3-ranks/$kind/loader-says" "$kind-3-run.out" "cannot be loaded: .*${why[$kind]}.*; marking it bad"
     expect_grep "3-ranks/$kind/fell-back" "$kind-3-run.out" "resuming after epoch 2 "
     expect_eq "3-ranks/$kind/result" "$(metric "$kind-3/metrics.jsonl" log result | awk '{print $NF}')" 145
-done
+}
+for kind in "${!why[@]}"; do side damaged3 "$kind"; done
 full=$(metric sfull/metrics.jsonl log result)
-for np in 2 3; do
-    for row in 0 5 11; do
-        t=part-$np-$row
-        cp -r sref "$t"
-        /usr/bin/python3 "$CAIRN_ROOT/regression/damage.py" "w_row$row" "$t/ckpt/ckpt-e000003.h5"
-        mpi "$t-run" "$np" run "$JOBS/sharded.cfg" --run-dir "$t" --set groups.0.ranks="$np"
-        expect_rc "parts/$np-ranks/row$row/exit" "$t-run" 0
-        expect_grep "parts/$np-ranks/row$row/loader-says" "$t-run.out" "ckpt-e000003.h5 \(epoch 3 step 0\) cannot be loaded: .*/groups/store/w: checksum mismatch.*; marking it bad"
-        expect_grep "parts/$np-ranks/row$row/fell-back" "$t-run.out" "resuming after epoch 2 "
-        expect_eq "parts/$np-ranks/row$row/result" "$(metric "$t/metrics.jsonl" log result | awk '{print $NF}')" "$full"
-    done
-done
+part() { # NP ROW: one row of w changed in the part that rank loads
+    local np=$1 row=$2 t=part-$1-$2
+    cp -r sref "$t"
+    /usr/bin/python3 "$CAIRN_ROOT/regression/damage.py" "w_row$row" "$t/ckpt/ckpt-e000003.h5"
+    mpi "$t-run" "$np" run "$JOBS/sharded.cfg" --run-dir "$t" --set groups.0.ranks="$np"
+    expect_rc "parts/$np-ranks/row$row/exit" "$t-run" 0
+    expect_grep "parts/$np-ranks/row$row/loader-says" "$t-run.out" "ckpt-e000003.h5 \(epoch 3 step 0\) cannot be loaded: .*/groups/store/w: checksum mismatch.*; marking it bad"
+    expect_grep "parts/$np-ranks/row$row/fell-back" "$t-run.out" "resuming after epoch 2 "
+    expect_eq "parts/$np-ranks/row$row/result" "$(metric "$t/metrics.jsonl" log result | awk '{print $NF}')" "$full"
+}
+for np in 2 3; do for row in 0 5 11; do side part "$np" "$row"; done; done
+sides_done
 
 # the same settings written in another order (the metadata checksum
 # consistent): refused as a file of other settings, and the message says
