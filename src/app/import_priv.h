@@ -7,7 +7,9 @@
 
 #include "data_priv.h"
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The first bad records, in input order, how many there were, and the
  * first problem that ended a rank's parsing (a record that cannot be
@@ -48,6 +50,32 @@ void import_progress(struct import_progress *p, int64_t done);
  * records skipped), written by data_write. */
 int import_write(MPI_Comm comm, const struct import_spec *spec, const char *format, const int64_t *sizes,
                  int rc, const struct rows_out *d, int nd, int64_t skipped);
+
+/* ---- the columns of delimited text (import_columns.c) ---- */
+
+enum col_kind { C_SKIP, C_FEATURE, C_LABEL, C_TARGET, C_IDS, C_HASH };
+struct col {
+    uint8_t kind;
+    uint8_t set;  /* its ids dataset */
+    int32_t pos;  /* its place in the row of its dataset */
+};
+struct layout {
+    int n; /* fields per record */
+    struct col *col;
+    char **name; /* n names, from the header or --columns; NULL: none */
+    int features, targets, ids_k[IMPORT_MAX_IDS];
+    bool labels;
+    uint64_t salt[IMPORT_MAX_IDS];
+};
+
+/* L->n columns (and their names, if any) given: each column's kind and
+ * place as spec says, in a fixed order: label, ids, features (given, or
+ * every column left but --skip's).  Errors: CAIRN_EINPUT naming the
+ * option, CAIRN_ENOMEM. */
+int import_layout_resolve(struct layout *L, const struct import_spec *spec);
+void import_layout_free(struct layout *L);
+/* Column c's name for a message ('name', or its number). */
+const char *import_col_name(const struct layout *L, int c, char *buf, size_t size);
 
 /* A short quote of n bytes of a field for a message: at most 40 bytes,
  * "..." if cut. */
