@@ -77,6 +77,13 @@ expect_rc bom/rc bom/imp 0
 expect_eq bom/values "$(py 'import h5py; f = h5py.File("bom/b.h5"); print(f["id"][()].tolist(), f["features"][()].tolist(), f["labels"][()].tolist())')" \
     "[1, 3] [[2.5], [4.0]] [0, 1]"
 
+# without a header, a second file's BOM is no record start: no record lost
+# wherever the ranks' ranges fall (5 ranks on 16 bytes)
+printf '1,2\n3,4\n' >nh1.csv && printf '\xef\xbb\xbf5,6\n7,8\n' >nh2.csv
+imp bom5 5 --out b.h5 --no-header ../nh1.csv ../nh2.csv
+expect_eq bom/no-header/5-ranks "$(py 'import h5py; print(h5py.File("bom5/b.h5")["features"][()].tolist())')" \
+    "[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]"
+
 # ---- progress, when asked for every instant
 imp prog 1 --out q.h5 --progress 1e-9 --label label --ids id=id --hash note=note:1000 --fill 0 ../q.csv
 expect_grep progress/line prog/imp.err "^cairn: data import: [0-9.]+ of 0\.[0-9] MB \([0-9]+%\), [0-9.]+ MB/s, ETA [0-9]+ s$"
@@ -119,6 +126,11 @@ for i in $(seq 1 300); do [ "$i" = 3 ] || [ "$i" = 250 ] && echo "$i,2\" screen,
 mpi bad-inch 3 data import --out out.h5 --label label --skip-bad 5 inch.csv
 expect_rc bad/runaway-quote/exit bad-inch 2
 expect_grep bad/runaway-quote/says bad-inch.err "^cairn: data import: inch.csv:4:4: a quote inside a field that does not start with one; by the quotes its record runs on to line 251, so it cannot be skipped$"
+{ printf 'x,y\n1,2\na"b,2\n'; yes 1,2 | head -n 4500000; } >runon.csv # 18 MB, no quote after the stray one
+mpi bad-runon 2 data import --out out.h5 --skip-bad 100000000 runon.csv
+expect_rc bad/runaway-16MiB/exit bad-runon 2
+expect_grep bad/runaway-16MiB/says bad-runon.err "^cairn: data import: runon.csv:3: a record of more than 16 MiB \(a quote without its pair\?\)$"
+rm -f runon.csv
 run bad-both "$CAIRN" data import --out out.h5 --label a --target b f.csv
 expect_grep bad/label-and-target bad-both.err "^cairn: --label and --target exclude each other"
 run bad-npyopt "$CAIRN" data import --out out.h5 --label a x.npy
@@ -137,6 +149,9 @@ expect_grep bad/npy-join "bad-npy-join.err" "w.npy: array 'w' \(f64, 3 dimension
 py 'import numpy as np; np.save("fx.npy", np.zeros((10, 2), np.float32)); np.save("ly.npy", np.zeros(7, np.int32)); np.save("z.npy", np.zeros((0, 3)))'
 run bad-npy-rows "$CAIRN" data import --out out.h5 features=fx.npy labels=ly.npy
 expect_grep bad/npy-rows "bad-npy-rows.err" "array 'labels' has 7 rows, array 'features' 10 \(a data file's datasets go row by row\)"
+py 'import zipfile; zipfile.ZipFile("e.npz", "w").close()'
+run bad-npz-empty "$CAIRN" data import --out out.h5 e.npz
+expect_grep bad/npz-empty "bad-npz-empty.err" "no arrays \(an empty .npz\?\)"
 run bad-npy-empty "$CAIRN" data import --out out.h5 z.npy
 expect_grep bad/npy-no-rows "bad-npy-empty.err" "the arrays have no rows"
 expect_eq bad/output-kept "$(cat out.h5)" keep

@@ -337,6 +337,13 @@ cleanup:
     return rc;
 }
 
+static int64_t row_elems(const struct arr *a)
+{
+    int64_t n = 1;
+    for (int k = 1; k < a->ndim; k++) n *= a->shape[k];
+    return n;
+}
+
 /* Arrays of one name must join: the same kept dtype and row shape. */
 static int plan_check(const struct import_spec *spec, const struct arr *a, int n)
 {
@@ -367,12 +374,14 @@ static int plan_check(const struct import_spec *spec, const struct arr *a, int n
                 if (a[j].shape[0] > INT64_MAX / 2 - N) CAIRN_FAIL(CAIRN_EINPUT, "array '%s': too many rows", a[i].name);
                 N += a[j].shape[0];
             }
+        if (N > INT64_MAX / 8 / row_elems(&a[i])) /* what a rank's rows take, at 8 bytes an element */
+            CAIRN_FAIL(CAIRN_EINPUT, "array '%s': too many elements", a[i].name);
         if (first < 0) first = N;
         if (N != first)
             CAIRN_FAIL(CAIRN_EINPUT, "array '%s' has %lld rows, array '%s' %lld (a data file's datasets go row by row)",
                        a[i].name, (long long)N, a[0].name, (long long)first);
     }
-    if (first == 0) CAIRN_FAIL(CAIRN_EINPUT, "%s", "the arrays have no rows");
+    if (first <= 0) CAIRN_FAIL(CAIRN_EINPUT, "%s", n ? "the arrays have no rows" : "no arrays (an empty .npz?)");
 cleanup:
     return rc;
 }
@@ -459,12 +468,6 @@ cleanup:
 
 /* ---- the import ---------------------------------------------------------------- */
 
-static int64_t row_elems(const struct arr *a)
-{
-    int64_t n = 1;
-    for (int k = 1; k < a->ndim; k++) n *= a->shape[k];
-    return n;
-}
 
 /* Rows [r0, r1) of array a into out (rows of cols elements of t). */
 static int read_rows(const struct import_spec *spec, const struct arr *a, int64_t r0, int64_t r1, void *out,

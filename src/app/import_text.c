@@ -451,14 +451,18 @@ static int next_record(struct ctx *c, struct rbuf *rb, int64_t s, struct tok *t,
                 return 0;
             }
         } else if (*how == T_OK) return 0;
-        if (len >= MAX_RECORD) return 0; /* *how is T_MORE */
+        if (len >= MAX_RECORD) {
+            *how = T_MORE; /* a bad record's end not found either */
+            return 0;
+        }
         want = len * 2 > MAX_RECORD ? MAX_RECORD : len * 2;
     }
 cleanup:
     return rc;
 }
 
-/* A record that cannot be skipped: noted as bad, and it ends the parse. */
+/* A record that cannot be skipped: it ends the parse (reported unless
+ * too many bad records come before it). */
 static void unskippable(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void unskippable(struct ctx *c, const char *fmt, ...)
 {
@@ -467,7 +471,6 @@ static void unskippable(struct ctx *c, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(m, sizeof m, fmt, ap);
     va_end(ap);
-    import_bad_add(&c->bad, "%s", m);
     cairn_err_set(CAIRN_EINPUT, __FILE__, __LINE__, "%s", m);
     import_bad_fatal(&c->bad, CAIRN_EINPUT);
 }
@@ -493,18 +496,17 @@ static int parse_piece(struct ctx *c, struct rbuf *rb, const struct piece *pc, i
 {
     int rc = 0, how;
     int64_t s, line = pc->lines + 1;
-    CAIRN_CHECK(first_start(rb, pc->a, pc->b, (int)(pc->quotes & 1), &s, &line));
-    if (s < data && data < pc->b) { /* the header (rank 0 checked it) is a record start's end */
-        CAIRN_CHECK(count_lines(rb, s, data, &line));
-        s = data;
-    }
+    if (pc->a <= data) { /* before it: a BOM, blank lines, the header (rank 0 checked it) */
+        s = data < pc->b ? data : pc->b;
+        CAIRN_CHECK(count_lines(rb, pc->a, s, &line));
+    } else CAIRN_CHECK(first_start(rb, pc->a, pc->b, (int)(pc->quotes & 1), &s, &line));
     *done += s - pc->a;
     while (s < pc->b && s < rb->size && s >= data) {
         struct tok t = {0};
         CAIRN_CHECK(rows_room(&c->rows, c->L, c->spec->n_ids));
         CAIRN_CHECK(next_record(c, rb, s, &t, &how));
         const char *p = rb->p + (s - rb->off);
-        if (how == T_MORE) {
+        if (how == T_MORE || t.end == 0) {
             unskippable(c, "%s:%lld: a record of more than %d MiB (a quote without its pair?)", rb->path,
                         (long long)line, MAX_RECORD >> 20);
             break;
