@@ -187,6 +187,19 @@ static int record_end(const char *p, size_t len, bool eof, struct tok *t)
     return T_OK;
 }
 
+/* A field's value into dst (room for x->n bytes): each "" of an escaped
+ * field is one quote (the tokenizer let no other quote in).  Returns its
+ * length. */
+static size_t unquote(const struct field *x, char *dst)
+{
+    size_t n = 0;
+    for (size_t j = 0; j < x->n; j++) {
+        dst[n++] = x->s[j];
+        if (x->escaped && x->s[j] == '"') j++;
+    }
+    return n;
+}
+
 /* ---- this rank's rows ------------------------------------------------------- */
 
 struct rows {
@@ -286,13 +299,7 @@ static const char *value(struct ctx *c, int k, const struct field *x, int64_t r,
     case C_HASH: {
         const char *s = x->s;
         size_t n = x->n;
-        if (x->escaped) { /* hash the value, not its quoting */
-            n = 0;
-            for (size_t j = 0; j < x->n; j++)
-                if (!(x->s[j] == '"' && j + 1 < x->n && x->s[j + 1] == '"' && (j++, true))) c->unq[n++] = x->s[j];
-                else c->unq[n++] = '"';
-            s = c->unq;
-        }
+        if (x->escaped) s = c->unq, n = unquote(x, c->unq); /* hash the value, not its quoting */
         i = n == 0 ? spec->empty_id
                    : (int64_t)(num_mix(num_fnv1a(NUM_FNV_BASIS, s, n) ^ c->L->salt[cl->set]) %
                                (uint64_t)spec->ids[cl->set].rows);
@@ -679,12 +686,7 @@ static int layout_names(struct layout *L, const struct import_spec *spec, const 
                        (long long)(line + f[c].line), (long long)f[c].col, c + 1);
         L->name[c] = malloc(f[c].n + 1);
         CAIRN_CHECK_ALLOC(L->name[c]);
-        size_t n = 0;
-        for (size_t j = 0; j < f[c].n; j++) { /* "" is one quote */
-            L->name[c][n++] = f[c].s[j];
-            if (f[c].escaped && f[c].s[j] == '"') j++;
-        }
-        L->name[c][n] = 0;
+        L->name[c][unquote(&f[c], L->name[c])] = 0;
     }
 cleanup:
     free(f);
